@@ -1,0 +1,160 @@
+// Writes the typed handler table of one API: the operations interface (request and response
+// types derived from openapi-typescript's `operations`), the route table and the handler map
+// type. The type-level helpers live once in generated/handler-types.ts (HANDLER_TYPES below).
+import type { Api, OpenApiDocument } from './apis.ts';
+
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
+
+export interface OperationRow {
+  operationId: string;
+  method: (typeof METHODS)[number];
+  path: string;
+  expressPath: string;
+  security: string[];
+  summary: string;
+}
+
+interface OperationObject {
+  operationId?: string;
+  summary?: string;
+  security?: Record<string, unknown>[];
+}
+
+/** Every operation of a bundled document, in document order. */
+export function operationRows(doc: OpenApiDocument): OperationRow[] {
+  const globalSecurity = (doc.security as Record<string, unknown>[] | undefined) ?? [];
+  const rows: OperationRow[] = [];
+  for (const [path, item] of Object.entries(doc.paths ?? {})) {
+    for (const method of METHODS) {
+      const op = item[method] as OperationObject | undefined;
+      if (!op) continue;
+      if (!op.operationId) throw new Error(`${method.toUpperCase()} ${path} has no operationId`);
+      const security = [...new Set((op.security ?? globalSecurity).flatMap((req) => Object.keys(req)))];
+      rows.push({ operationId: op.operationId, method, path, expressPath: expressPath(path), security, summary: op.summary ?? '' });
+    }
+  }
+  return rows;
+}
+
+/** `/backup/{id}` → `/backup/:id` (Express 5 / path-to-regexp 8 syntax). */
+export function expressPath(path: string): string {
+  return path.replace(/\{([^}]+)\}/g, (_, name: string) => (/^[A-Za-z_$][\w$]*$/.test(name) ? `:${name}` : `:${JSON.stringify(name)}`));
+}
+
+/** The path part of the first server URL (`{origin}/api/v1` → `/api/v1`), '' for the origin itself. */
+export function basePath(doc: OpenApiDocument): string {
+  const servers = doc.servers as { url: string }[] | undefined;
+  const url = servers?.[0]?.url ?? '';
+  return url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '').replace(/^\{[^}]*\}/, '').replace(/\/+$/, '');
+}
+
+const q = (text: string): string => `'${text.replace(/[\\']/g, '\\$&')}'`;
+const key = (name: string): string => (/^[A-Za-z_$][\w$]*$/.test(name) ? name : q(name));
+const comment = (text: string): string => text.replace(/\*\//g, '*\\/').replace(/\s+/g, ' ').trim();
+
+export function handlerTable(api: Api, doc: OpenApiDocument, header: string): string {
+  const T = api.typeName;
+  const v = api.name;
+  const rows = operationRows(doc);
+  const lines = [
+    header,
+    `import type { operations } from './${api.name}-types.ts';`,
+    `import type { OperationInfo, RequestOf, ResponseOf } from './handler-types.ts';`,
+    '',
+    `/** Every operation of the ${doc.info.title}: its request and its response, a union over the statuses the spec declares. */`,
+    `export interface ${T}Operations {`,
+    ...rows.flatMap((r) => [
+      `  /** ${r.method.toUpperCase()} ${r.path}${r.summary ? ` — ${comment(r.summary)}` : ''} */`,
+      `  ${key(r.operationId)}: { request: RequestOf<operations[${q(r.operationId)}]>; response: ResponseOf<operations[${q(r.operationId)}]> };`,
+    ]),
+    '}',
+    '',
+    `export type ${T}OperationId = keyof ${T}Operations;`,
+    '',
+    `/** Where the routes of the ${doc.info.title} are mounted (the path of its server URL). */`,
+    `export const ${v}BasePath = ${q(basePath(doc))};`,
+    '',
+    `/** Method, paths (relative to ${v}BasePath) and security schemes of every operation, for registering routes. */`,
+    `export const ${v}Operations = {`,
+    ...rows.map(
+      (r) =>
+        `  ${key(r.operationId)}: { method: '${r.method}', path: ${q(r.path)}, expressPath: ${q(r.expressPath)}, security: [${r.security.map(q).join(', ')}] },`,
+    ),
+    `} as const satisfies Record<${T}OperationId, OperationInfo>;`,
+    '',
+    `/** One handler per operation: a server object missing one, or returning a status, body or header the spec does not declare, fails tsc. */`,
+    `export type ${T}Handlers<Ctx> = {`,
+    `  [K in ${T}OperationId]: (req: ${T}Operations[K]['request'], ctx: Ctx) => Promise<${T}Operations[K]['response']>;`,
+    '};',
+    '',
+  ];
+  return lines.join('\n');
+}
+
+/** generated/handler-types.ts: the helpers that turn one openapi-typescript operation into request/response types. */
+export function handlerTypes(header: string): string {
+  return `${header}
+/** Headers the HTTP layer sets on every response (request id, rate limiter): optional for handlers. */
+export type HttpLayerHeader =
+  | 'X-Request-Id'
+  | 'X-RateLimit-Limit'
+  | 'X-RateLimit-Remaining'
+  | 'X-RateLimit-Reset'
+  | 'Retry-After'
+  | 'RateLimit'
+  | 'RateLimit-Policy';
+
+export interface OperationInfo {
+  readonly method: 'get' | 'put' | 'post' | 'delete' | 'options' | 'head' | 'patch' | 'trace';
+  /** The OpenAPI path, e.g. /backup/{id}. */
+  readonly path: string;
+  /** The same path in Express syntax, e.g. /backup/:id. */
+  readonly expressPath: string;
+  /** Security schemes that may authorize the call; empty when it needs none. */
+  readonly security: readonly string[];
+}
+
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+/** Drops openapi-typescript's \`[name: string]: unknown\` index signature, keeping the declared keys. */
+type Declared<T> = { [K in keyof T as string extends K ? never : number extends K ? never : K]: T[K] };
+/** A parameter group (path, query, header); an empty object when the operation declares none. */
+type Group<T> = [NonNullable<T>] extends [never] ? Record<string, never> : NonNullable<T>;
+/** Request header names as Node delivers them (lower case). */
+type Lowercased<T> = { [K in keyof T as K extends string ? Lowercase<K> : K]: T[K] };
+type Json<T> = T extends { content: { 'application/json': infer B } } ? B : undefined;
+
+type Operation = {
+  parameters: { query?: unknown; header?: unknown; path?: unknown };
+  responses: object;
+};
+
+type BodyOf<Op> = Op extends { requestBody: infer B }
+  ? Json<B>
+  : Op extends { requestBody?: infer B }
+    ? Json<NonNullable<B>> | undefined
+    : undefined;
+
+/** What a handler receives: validated path params, query, declared headers and the JSON body. */
+export type RequestOf<Op extends Operation> = {
+  params: Group<Op['parameters']['path']>;
+  query: Group<Op['parameters']['query']>;
+  headers: Simplify<Lowercased<Group<Op['parameters']['header']>>>;
+  body: BodyOf<Op>;
+};
+
+type HeadersOf<R> = R extends { headers: infer H }
+  ? Simplify<Omit<Declared<H>, HttpLayerHeader> & Partial<Pick<Declared<H>, Extract<keyof Declared<H>, HttpLayerHeader>>>>
+  : Record<string, never>;
+
+type Status<S> = S extends number ? S : S extends \`\${infer N extends number}\` ? N : number;
+
+/** What a handler returns: one member per declared status, with that status's body and headers. */
+export type ResponseOf<Op extends Operation> = {
+  [S in keyof Op['responses']]: {
+    status: Status<S>;
+    body: Json<Op['responses'][S]>;
+    headers: HeadersOf<Op['responses'][S]>;
+  };
+}[keyof Op['responses']];
+`;
+}
