@@ -1,0 +1,65 @@
+import { homedir } from 'node:os';
+import { delimiter } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.ts';
+
+describe('loadConfig', () => {
+  it('has safe defaults with no environment', () => {
+    const c = loadConfig({}, '/srv/app');
+    expect(c.port).toBe(8080);
+    expect(c.dataDir).toBe('/srv/app/data');
+    expect(c.allowedRoots).toEqual([homedir()]);
+    expect(c.bootstrap).toBeNull();
+    expect(c.trustProxy).toBe(false);
+    expect(c.validateResponses).toBe(true);
+    expect(c.rateLimitsEnabled).toBe(true);
+    expect(c.checkSiteAllowPrivate).toBe(false);
+    expect(c.jobConcurrency).toBe(2);
+  });
+
+  it('reads every variable', () => {
+    const c = loadConfig(
+      {
+        PORT: '9000',
+        DATA_DIR: 'var/d',
+        BACKUP_ALLOWED_ROOTS: ['/a', '/b/../c', ''].join(delimiter),
+        BACKUP_BOOTSTRAP_API_KEY: 'key_bootstrap',
+        BACKUP_BOOTSTRAP_SECRET: 'a-long-enough-secret',
+        BACKUP_BOOTSTRAP_PLAN: 'business',
+        TRUST_PROXY: 'loopback',
+        JOB_CONCURRENCY: '4',
+        VALIDATE_RESPONSES: 'false',
+        RATE_LIMITS: 'off',
+        CHECK_SITE_ALLOW_PRIVATE: 'true',
+      },
+      '/srv',
+    );
+    expect(c.port).toBe(9000);
+    expect(c.dataDir).toBe('/srv/var/d');
+    expect(c.allowedRoots).toEqual(['/a', '/c']);
+    expect(c.bootstrap).toEqual({ apiKey: 'key_bootstrap', secret: 'a-long-enough-secret', plan: 'business' });
+    expect(c.trustProxy).toBe('loopback');
+    expect(c.jobConcurrency).toBe(4);
+    expect(c.validateResponses).toBe(false);
+    expect(c.rateLimitsEnabled).toBe(false);
+    expect(c.checkSiteAllowPrivate).toBe(true);
+  });
+
+  it('an empty BACKUP_ALLOWED_ROOTS allows nothing', () => {
+    expect(loadConfig({ BACKUP_ALLOWED_ROOTS: '' }).allowedRoots).toEqual([]);
+  });
+
+  it('rejects bad values', () => {
+    expect(() => loadConfig({ PORT: '70000' })).toThrow(ConfigError);
+    expect(() => loadConfig({ BACKUP_ALLOWED_ROOTS: 'relative/dir' })).toThrow(ConfigError);
+    expect(() => loadConfig({ BACKUP_BOOTSTRAP_API_KEY: 'key_x' })).toThrow(/together/);
+    expect(() => loadConfig({ BACKUP_BOOTSTRAP_API_KEY: 'key_x', BACKUP_BOOTSTRAP_SECRET: 'x'.repeat(20), BACKUP_BOOTSTRAP_PLAN: 'gold' })).toThrow(/plan|one of/);
+    expect(() => loadConfig({ VALIDATE_RESPONSES: 'maybe' })).toThrow(ConfigError);
+  });
+
+  it('parses TRUST_PROXY forms', () => {
+    expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8' }).trustProxy).toBe('10.0.0.0/8');
+  });
+});

@@ -1,0 +1,54 @@
+import { pino, type Logger } from 'pino';
+import type { RequestHandler } from 'express';
+import { maybeAuthOf, requestIdOf } from './locals.ts';
+
+/** Paths pino blanks out wherever they appear in a log object. */
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers.authorization',
+  'authorization',
+  '*.authorization',
+  'secret',
+  '*.secret',
+  'password',
+  '*.password',
+  'token',
+  '*.token',
+  'access_token',
+  '*.access_token',
+  'accessToken',
+  '*.accessToken',
+  'api_secret',
+  '*.api_secret',
+];
+
+export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
+  const options = { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { service: 'backup-service' } };
+  return destination ? pino(options, destination as pino.DestinationStream) : pino(options);
+}
+
+/**
+ * One log line per request when the response finishes: method, path (no query string, which may
+ * carry cursors or e-mail addresses), status, duration, request id and account. Never headers or bodies.
+ */
+export function requestLogger(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      const status = res.statusCode;
+      const line = {
+        request_id: requestIdOf(res),
+        method: req.method,
+        path: req.path,
+        status,
+        duration_ms: Math.round(ms * 10) / 10,
+        account: maybeAuthOf(res)?.accountId,
+      };
+      if (status >= 500) logger.error(line, 'request failed');
+      else logger.info(line, 'request');
+    });
+    next();
+  };
+}
