@@ -1,0 +1,300 @@
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import type { ErrorRequestHandler, Request } from 'express';
+import { afterEach, describe, expect, it } from 'vitest';
+import { planLimit } from '../ratelimit/limits.ts';
+import { MemoryRateLimitStore } from '../ratelimit/store.ts';
+import { clientKey } from './client-address.ts';
+import { ApiError } from './errors.ts';
+import { failureLimit, rateLimit } from './rate-limit.ts';
+
+/** Errors as the app answers them: status, the error's extra headers, the envelope. */
+const errorHandler: ErrorRequestHandler = (err, _req, res, _next) => {
+  const apiError = err instanceof ApiError ? err : new ApiError('INTERNAL_ERROR', 'Internal error.');
+  res.set(apiError.headers).status(apiError.status).json({
+    success: false,
+    error: { code: apiError.code, message: apiError.message, details: apiError.details },
+  });
+};
+
+const servers: import('node:http').Server[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+});
+
+async function serve(app: express.Express): Promise<string> {
+  app.use(errorHandler);
+  const server = app.listen(0, '127.0.0.1');
+  servers.push(server);
+  await once(server, 'listening');
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A clock the test moves by hand; starts mid-second to exercise rounding. */
+function manualClock(start = 1_800_000_000_250) {
+  let t = start;
+  return { now: () => t, advance: (ms: number) => void (t += ms) };
+}
+
+interface Answer {
+  status: number;
+  limit: number;
+  remaining: number;
+  reset: number;
+  retryAfter: string | null;
+  policy: string | null;
+  draft: string | null;
+  body: { error?: { code: string } };
+}
+
+async function call(url: string, init?: RequestInit): Promise<Answer> {
+  const res = await fetch(url, init);
+  return {
+    status: res.status,
+    limit: Number(res.headers.get('x-ratelimit-limit')),
+    remaining: Number(res.headers.get('x-ratelimit-remaining')),
+    reset: Number(res.headers.get('x-ratelimit-reset')),
+    retryAfter: res.headers.get('retry-after'),
+    policy: res.headers.get('ratelimit-policy'),
+    draft: res.headers.get('ratelimit'),
+    body: (await res.json()) as Answer['body'],
+  };
+}
+
+describe('rateLimit middleware over real HTTP', () => {
+  it('lets exactly the limit through out of 100 parallel requests, with consistent headers', async () => {
+    const clock = manualClock();
+    const store = new MemoryRateLimitStore({ now: clock.now });
+    let handled = 0;
+    const app = express();
+    app.get(
+      '/tool',
+      rateLimit({ store, name: 'tools-ip-info', key: clientKey, limit: 30, windowMs: 60_000 }),
+      (_req, res) => {
+        handled++;
+        res.json({ ok: true });
+      },
+    );
+    const base = await serve(app);
+
+    const answers = await Promise.all(Array.from({ length: 100 }, () => call(`${base}/tool`)));
+    const ok = answers.filter((a) => a.status === 200);
+    const refused = answers.filter((a) => a.status === 429);
+    expect(ok).toHaveLength(30);
+    expect(refused).toHaveLength(70);
+    expect(handled).toBe(30);
+
+    const resetSeconds = Math.ceil((clock.now() + 60_000) / 1000);
+    for (const a of answers) {
+      expect(a.limit).toBe(30);
+      expect(a.reset).toBe(resetSeconds);
+      expect(a.policy).toBe('"tools-ip-info";q=30;w=60');
+    }
+    // Each admitted request saw a different count: remaining 29 … 0, each once.
+    expect(ok.map((a) => a.remaining).sort((x, y) => x - y)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    for (const a of refused) {
+      expect(a.remaining).toBe(0);
+      expect(a.body.error?.code).toBe('RATE_LIMITED');
+      // The whole window is ahead (the clock did not move): 60 s, and the same in the draft header.
+      expect(a.retryAfter).toBe('60');
+      expect(a.draft).toBe('"tools-ip-info";r=0;t=60');
+    }
+  });
+
+  it('Retry-After counts down with the clock and matches X-RateLimit-Reset', async () => {
+    const clock = manualClock();
+    const store = new MemoryRateLimitStore({ now: clock.now });
+    const app = express();
+    app.get('/x', rateLimit({ store, name: 'n', key: () => 'k', limit: 2, windowMs: 60_000 }), (_req, res) => {
+      res.json({});
+    });
+    const base = await serve(app);
+    expect((await call(`${base}/x`)).remaining).toBe(1);
+    expect((await call(`${base}/x`)).remaining).toBe(0);
+    clock.advance(44_500);
+    const refused = await call(`${base}/x`);
+    expect(refused.status).toBe(429);
+    // 15.5 s left, rounded up.
+    expect(refused.retryAfter).toBe('16');
+    const nowSeconds = clock.now() / 1000;
+    expect(Math.abs(refused.reset - nowSeconds - Number(refused.retryAfter))).toBeLessThanOrEqual(1);
+  });
+
+  it('opens a fresh window once the old one has ended', async () => {
+    const clock = manualClock();
+    const store = new MemoryRateLimitStore({ now: clock.now });
+    const app = express();
+    app.get('/x', rateLimit({ store, name: 'n', key: () => 'k', limit: 3, windowMs: 60_000 }), (_req, res) => {
+      res.json({});
+    });
+    const base = await serve(app);
+    for (let i = 0; i < 3; i++) expect((await call(`${base}/x`)).status).toBe(200);
+    const first = await call(`${base}/x`);
+    expect(first.status).toBe(429);
+
+    clock.advance(59_999);
+    expect((await call(`${base}/x`)).status).toBe(429);
+    clock.advance(1);
+    const fresh = await call(`${base}/x`);
+    expect(fresh.status).toBe(200);
+    expect(fresh.remaining).toBe(2);
+    expect(fresh.reset).toBe(Math.ceil((clock.now() + 60_000) / 1000));
+    expect(fresh.reset).toBeGreaterThan(first.reset);
+  });
+
+  it('counts each key on its own and takes the limit per request (plans)', async () => {
+    const store = new MemoryRateLimitStore();
+    const app = express();
+    app.get(
+      '/backup',
+      rateLimit({
+        store,
+        name: 'backup-api',
+        key: (req: Request) => req.header('x-account') ?? '',
+        limit: (req: Request) => planLimit(req.header('x-plan') ?? ''),
+        windowMs: 3_600_000,
+      }),
+      (_req, res) => {
+        res.json({});
+      },
+    );
+    const base = await serve(app);
+    const free = await call(`${base}/backup`, { headers: { 'x-account': 'a', 'x-plan': 'free_trial' } });
+    expect([free.limit, free.remaining]).toEqual([100, 99]);
+    const pro = await call(`${base}/backup`, { headers: { 'x-account': 'b', 'x-plan': 'pro' } });
+    expect([pro.limit, pro.remaining]).toEqual([1000, 999]);
+    const business = await call(`${base}/backup`, { headers: { 'x-account': 'c', 'x-plan': 'business' } });
+    expect([business.limit, business.remaining]).toEqual([10000, 9999]);
+    expect(business.policy).toBe('"backup-api";q=10000;w=3600');
+    const freeAgain = await call(`${base}/backup`, { headers: { 'x-account': 'a', 'x-plan': 'free_trial' } });
+    expect(freeAgain.remaining).toBe(98);
+  });
+
+  it('can leave out the draft headers', async () => {
+    const app = express();
+    const store = new MemoryRateLimitStore();
+    app.get('/x', rateLimit({ store, name: 'n', key: () => 'k', limit: 1, windowMs: 1000, draftHeaders: false }), (_req, res) => {
+      res.json({});
+    });
+    const base = await serve(app);
+    const a = await call(`${base}/x`);
+    expect(a.limit).toBe(1);
+    expect(a.policy).toBeNull();
+    expect(a.draft).toBeNull();
+  });
+});
+
+describe('failureLimit over real HTTP (POST /auth/token)', () => {
+  const GOOD = 'right-secret';
+
+  function tokenApp(store: MemoryRateLimitStore, checked: { count: number }) {
+    const app = express();
+    app.use(express.json());
+    app.post(
+      '/auth/token',
+      rateLimit({ store, name: 'auth-token', key: clientKey, limit: 50, windowMs: 60_000 }),
+      failureLimit({ store, name: 'auth-token-failures', key: clientKey, limit: 3, windowMs: 900_000 }),
+      async (req, res) => {
+        checked.count++;
+        await new Promise((r) => setTimeout(r, 5));
+        if ((req.body as { secret?: string }).secret !== GOOD) {
+          throw new ApiError('INVALID_CREDENTIALS', 'Bad key or secret.');
+        }
+        res.json({ access_token: 't' });
+      },
+    );
+    return app;
+  }
+
+  const attempt = (base: string, secret: string) =>
+    call(`${base}/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ secret }),
+    });
+
+  it('refuses even good credentials after the failures, until the window ends', async () => {
+    const clock = manualClock();
+    const store = new MemoryRateLimitStore({ now: clock.now });
+    const checked = { count: 0 };
+    const base = await serve(tokenApp(store, checked));
+
+    for (let i = 0; i < 3; i++) expect((await attempt(base, 'wrong')).status).toBe(401);
+    const locked = await attempt(base, GOOD);
+    expect(locked.status).toBe(429);
+    expect(locked.body.error?.code).toBe('RATE_LIMITED');
+    // The headers describe the binding limit: the failure limit.
+    expect([locked.limit, locked.remaining]).toEqual([3, 0]);
+    expect(locked.retryAfter).toBe('900');
+    expect(locked.reset).toBe(Math.ceil((clock.now() + 900_000) / 1000));
+    expect(checked.count).toBe(3);
+
+    clock.advance(899_000);
+    expect((await attempt(base, GOOD)).status).toBe(429);
+    clock.advance(1_000);
+    expect((await attempt(base, GOOD)).status).toBe(200);
+  });
+
+  it('does not count successes, and a success does not wipe earlier failures', async () => {
+    const store = new MemoryRateLimitStore();
+    const checked = { count: 0 };
+    const base = await serve(tokenApp(store, checked));
+    expect((await attempt(base, 'wrong')).status).toBe(401);
+    expect((await attempt(base, 'wrong')).status).toBe(401);
+    for (let i = 0; i < 5; i++) {
+      const ok = await attempt(base, GOOD);
+      expect(ok.status).toBe(200);
+    }
+    expect((await attempt(base, 'wrong')).status).toBe(401);
+    expect((await attempt(base, GOOD)).status).toBe(429);
+  });
+
+  it('checks at most the limit of credentials out of a parallel burst', async () => {
+    const store = new MemoryRateLimitStore();
+    const checked = { count: 0 };
+    const base = await serve(tokenApp(store, checked));
+    const answers = await Promise.all(Array.from({ length: 40 }, () => attempt(base, 'wrong')));
+    expect(checked.count).toBe(3);
+    expect(answers.filter((a) => a.status === 401)).toHaveLength(3);
+    // 40 attempts against a per-minute limit of 50: the rest are refused by the failure limit.
+    expect(answers.filter((a) => a.status === 429)).toHaveLength(37);
+  });
+
+  it('headers describe whichever limit has fewer requests left', async () => {
+    const store = new MemoryRateLimitStore();
+    const checked = { count: 0 };
+    const base = await serve(tokenApp(store, checked));
+    const first = await attempt(base, GOOD);
+    // General: 50 → 49 left. Failures: 3 → 2 left counting this attempt → the failure limit binds.
+    expect([first.limit, first.remaining]).toEqual([3, 2]);
+    expect(first.policy).toBe('"auth-token-failures";q=3;w=900');
+  });
+});
+
+describe('MemoryRateLimitStore', () => {
+  it('sweeps expired windows so memory holds only live ones', async () => {
+    const clock = manualClock();
+    const store = new MemoryRateLimitStore({ now: clock.now, sweepIntervalMs: 10_000 });
+    for (let i = 0; i < 1000; i++) await store.hit(`k${i}`, 5, 5_000);
+    expect(store.size).toBe(1000);
+    clock.advance(10_000);
+    await store.hit('fresh', 5, 5_000);
+    expect(store.size).toBe(1);
+  });
+
+  it('refunds only within the same window', async () => {
+    const clock = manualClock();
+    const store = new MemoryRateLimitStore({ now: clock.now });
+    const first = await store.hit('k', 2, 1_000);
+    await store.hit('k', 2, 1_000);
+    await store.refund('k', first.resetAt);
+    expect((await store.hit('k', 2, 1_000)).allowed).toBe(true);
+    expect((await store.hit('k', 2, 1_000)).allowed).toBe(false);
+    clock.advance(1_000);
+    const next = await store.hit('k', 2, 1_000);
+    await store.refund('k', first.resetAt); // the old window: no effect
+    expect((await store.hit('k', 2, 1_000)).remaining).toBe(0);
+    expect(next.remaining).toBe(1);
+  });
+});

@@ -1,0 +1,118 @@
+/**
+ * Rate-limit middleware: counts each request of a limited operation against a key (the account
+ * for the Backup API, the client address for the public tools and POST /auth/token), sets the
+ * X-RateLimit-* headers (and the IETF draft RateLimit-Policy / RateLimit) on every response,
+ * and refuses with 429 RATE_LIMITED + Retry-After once the window's limit is used up.
+ *
+ * The error handler must keep headers already set on the response and add ApiError.headers.
+ */
+import type { Request, RequestHandler, Response } from 'express';
+import type { RateLimitState, RateLimitStore } from '../ratelimit/store.ts';
+import { ApiError } from './errors.ts';
+
+export interface RateLimitOptions {
+  store: RateLimitStore;
+  /** Names the limit: namespaces the store keys and the IETF policy (e.g. "tools-ip-info"). */
+  name: string;
+  /** The key to count against; called after earlier middleware (auth) has run. */
+  key: (req: Request, res: Response) => string;
+  /** Requests per window, fixed or per request (e.g. by the account's plan). */
+  limit: number | ((req: Request, res: Response) => number);
+  windowMs: number;
+  /** Also send the IETF draft RateLimit-Policy / RateLimit headers (default true). */
+  draftHeaders?: boolean;
+}
+
+/** What the binding limit of this request was; read by later limiters of the same request. */
+interface AppliedLimit {
+  name: string;
+  windowMs: number;
+  state: RateLimitState;
+}
+
+const APPLIED = Symbol('rateLimitApplied');
+type LimitedResponse = Response & { [APPLIED]?: AppliedLimit };
+
+/** Seconds from the store's now until the window resets; at least 1. */
+export function secondsUntilReset(state: RateLimitState): number {
+  return Math.max(1, Math.ceil((state.resetAt - state.now) / 1000));
+}
+
+function setHeaders(res: Response, applied: AppliedLimit, draftHeaders: boolean): void {
+  const { name, windowMs, state } = applied;
+  res.setHeader('X-RateLimit-Limit', String(state.limit));
+  res.setHeader('X-RateLimit-Remaining', String(state.remaining));
+  res.setHeader('X-RateLimit-Reset', String(Math.ceil(state.resetAt / 1000)));
+  if (draftHeaders) {
+    res.setHeader('RateLimit-Policy', `"${name}";q=${state.limit};w=${Math.round(windowMs / 1000)}`);
+    res.setHeader('RateLimit', `"${name}";r=${state.remaining};t=${secondsUntilReset(state)}`);
+  }
+  (res as LimitedResponse)[APPLIED] = applied;
+}
+
+/** Headers describe the limit with the fewest requests left, as the contract says. */
+function applyIfBinding(res: Response, applied: AppliedLimit, draftHeaders: boolean): void {
+  const previous = (res as LimitedResponse)[APPLIED];
+  if (!previous || applied.state.remaining < previous.state.remaining || !applied.state.allowed) {
+    setHeaders(res, applied, draftHeaders);
+  }
+}
+
+function rateLimited(state: RateLimitState, windowMs: number): ApiError {
+  const retryAfter = secondsUntilReset(state);
+  return new ApiError(
+    'RATE_LIMITED',
+    `Rate limit of ${state.limit} requests per ${Math.round(windowMs / 1000)} seconds exceeded. Retry after ${retryAfter} seconds.`,
+    {},
+    { 'Retry-After': String(retryAfter) },
+  );
+}
+
+/** Express middleware enforcing one limit. */
+export function rateLimit(options: RateLimitOptions): RequestHandler {
+  const { store, name, windowMs } = options;
+  const draftHeaders = options.draftHeaders ?? true;
+  return async (req, res, next) => {
+    const limit = typeof options.limit === 'function' ? options.limit(req, res) : options.limit;
+    const state = await store.hit(`${name}:${options.key(req, res)}`, limit, windowMs);
+    applyIfBinding(res, { name, windowMs, state }, draftHeaders);
+    if (!state.allowed) throw rateLimited(state, windowMs);
+    next();
+  };
+}
+
+export interface FailureLimitOptions {
+  store: RateLimitStore;
+  name: string;
+  key: (req: Request, res: Response) => string;
+  /** Failures allowed per window (e.g. 10). */
+  limit: number;
+  windowMs: number;
+  /** Whether a finished response counts as a failure (default: status 401). */
+  isFailure?: (res: Response) => boolean;
+  draftHeaders?: boolean;
+}
+
+/**
+ * The harder limit on failed attempts (POST /auth/token). Each attempt takes a slot before the
+ * credentials are checked and gives it back when the response is not a failure, so parallel
+ * attempts cannot check more than `limit` credentials per window. Once `limit` failures are
+ * counted, every attempt from the key answers 429, good credentials included, until the window
+ * (started by the first failure) ends. A success does not clear earlier failures.
+ */
+export function failureLimit(options: FailureLimitOptions): RequestHandler {
+  const { store, name, limit, windowMs } = options;
+  const isFailure = options.isFailure ?? ((res: Response) => res.statusCode === 401);
+  const draftHeaders = options.draftHeaders ?? true;
+  return async (req, res, next) => {
+    const key = `${name}:${options.key(req, res)}`;
+    const state = await store.hit(key, limit, windowMs);
+    applyIfBinding(res, { name, windowMs, state }, draftHeaders);
+    if (!state.allowed) throw rateLimited(state, windowMs);
+    // A response that never finished (client gone) stays counted.
+    res.once('finish', () => {
+      if (!isFailure(res)) void store.refund(key, state.resetAt);
+    });
+    next();
+  };
+}

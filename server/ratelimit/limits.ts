@@ -1,0 +1,34 @@
+/** The limits the contract fixes: per account per hour by plan, per client address per minute for the tools. */
+
+export const HOUR_MS = 3_600_000;
+export const MINUTE_MS = 60_000;
+
+export type Plan = 'free_trial' | 'pro' | 'business';
+
+/** Backup API requests per account per hour. */
+export const PLAN_LIMITS: Readonly<Record<Plan, number>> = {
+  free_trial: 100,
+  pro: 1000,
+  business: 10000,
+};
+
+/** Public tools requests per client address (per /56 for IPv6) per minute. */
+export const TOOL_LIMITS = {
+  checkSite: 60,
+  ipInfo: 30,
+  newsletter: 10,
+  contacts: 5,
+} as const;
+
+/** POST /auth/token requests per client address per minute (all attempts). */
+export const TOKEN_LIMIT_PER_MINUTE = 20;
+
+/**
+ * Failed POST /auth/token attempts per client address per 15 minutes; past it every attempt
+ * from that address answers 429, even with good credentials, until the window ends.
+ */
+export const TOKEN_FAILURES = { limit: 10, windowMs: 15 * MINUTE_MS } as const;
+
+export function planLimit(plan: string): number {
+  return plan in PLAN_LIMITS ? PLAN_LIMITS[plan as Plan] : PLAN_LIMITS.free_trial;
+}
