@@ -38,7 +38,7 @@ describe('loadConfig', () => {
     expect(c.dataDir).toBe('/srv/var/d');
     expect(c.allowedRoots).toEqual(['/a', '/c']);
     expect(c.bootstrap).toEqual({ apiKey: 'key_bootstrap', secret: 'a-long-enough-secret', plan: 'business' });
-    expect(c.trustProxy).toBe('loopback');
+    expect(c.trustProxy).toEqual(['loopback']);
     expect(c.jobConcurrency).toBe(4);
     expect(c.validateResponses).toBe(false);
     expect(c.rateLimitsEnabled).toBe(false);
@@ -60,6 +60,7 @@ describe('loadConfig', () => {
   it('parses TRUST_PROXY forms', () => {
     expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
-    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8' }).trustProxy).toBe('10.0.0.0/8');
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, loopback' }).trustProxy).toEqual(['10.0.0.0/8', 'loopback']);
+    expect(() => loadConfig({ TRUST_PROXY: 'not-an-address' })).toThrow(ConfigError);
   });
 });

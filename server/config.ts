@@ -1,5 +1,6 @@
 import { homedir } from 'node:os';
 import { delimiter, isAbsolute, resolve } from 'node:path';
+import { parseTrustProxy, type TrustProxySetting } from './http/client-address.ts';
 
 export type Plan = 'free_trial' | 'pro' | 'business';
 export const PLANS: readonly Plan[] = ['free_trial', 'pro', 'business'];
@@ -16,7 +17,7 @@ export interface Config {
   allowedRoots: string[];
   bootstrap: { apiKey: string; secret: string; plan: Plan } | null;
   /** TRUST_PROXY: Express "trust proxy" value; false (socket address only) by default. */
-  trustProxy: boolean | number | string;
+  trustProxy: TrustProxySetting;
   /** JOB_CONCURRENCY, default 2 (the machine class has two cores). */
   jobConcurrency: number;
   /** VALIDATE_RESPONSES, default true. */
@@ -57,13 +58,12 @@ function parseInt10(name: string, raw: string | undefined, fallback: number, min
   return n;
 }
 
-function parseTrustProxy(raw: string | undefined): boolean | number | string {
-  if (raw === undefined || raw.trim() === '') return false;
-  const v = raw.trim();
-  if (/^(true|false)$/i.test(v)) return v.toLowerCase() === 'true';
-  if (/^\d+$/.test(v)) return Number(v);
-  // Addresses, CIDRs or Express names such as "loopback, uniquelocal".
-  return v;
+function parseTrustProxySetting(raw: string | undefined): TrustProxySetting {
+  try {
+    return parseTrustProxy(raw);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
 }
 
 function parsePlan(name: string, raw: string | undefined): Plan {
@@ -106,7 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     allowedRoots: allowedRoots.map((r) => resolve(r)),
     bootstrap:
       apiKey && secret ? { apiKey, secret, plan: parsePlan('BACKUP_BOOTSTRAP_PLAN', env.BACKUP_BOOTSTRAP_PLAN) } : null,
-    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    trustProxy: parseTrustProxySetting(env.TRUST_PROXY),
     jobConcurrency: parseInt10('JOB_CONCURRENCY', env.JOB_CONCURRENCY, 2, 1, 64),
     validateResponses: parseBool('VALIDATE_RESPONSES', env.VALIDATE_RESPONSES, true),
     rateLimitsEnabled: parseBool('RATE_LIMITS', env.RATE_LIMITS, true),
