@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../ids.ts';
+import { Store } from '../store/index.ts';
+import { JobQueue } from './queue.ts';
+import { repositoryDir } from './repositories.ts';
+import { createJobRunner } from './runners.ts';
+
+describe('job runners with the engine', () => {
+  let base: string;
+  let root: string;
+  let store: Store;
+  let queue: JobQueue;
+  let accountId: string;
+
+  beforeAll(() => {
+    base = realpathSync(mkdtempSync(join(tmpdir(), 'runners-')));
+    root = join(base, 'root');
+    mkdirSync(join(root, 'src', 'sub'), { recursive: true });
+    writeFileSync(join(root, 'src', 'a.txt'), 'hello\n');
+    writeFileSync(join(root, 'src', 'sub', 'b.bin'), randomBytes(300_000));
+    symlinkSync('a.txt', join(root, 'src', 'link'));
+    store = Store.open(join(base, 'data'));
+    accountId = store.accounts.createAccount('pro').id;
+    const run = createJobRunner({ store, dataDir: join(base, 'data'), allowedRoots: [root], secret: { password: 'test-password' }, logger: pino({ level: 'silent' }), progressIntervalMs: 0 });
+    queue = new JobQueue({ store, run, logger: pino({ level: 'silent' }), concurrency: 2 });
+  });
+  afterAll(async () => {
+    await queue.close();
+    store.close();
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  function addBackup(source: string) {
+    const id = newId('bkp');
+    store.jobs.insertBackup({ id, accountId, source, destination: 'cloud', compression: 'zstd', encryption: true, deduplication: true });
+    queue.enqueue('backup', id, `${accountId}/cloud`);
+    return id;
+  }
+
+  it('backs up into the account repository, records the listing, and restores byte-identical files', async () => {
+    const id = addBackup(join(root, 'src'));
+    expect(await queue.waitSettled('backup', id, 30_000)).toBe(true);
+    const job = store.jobs.getBackup(id)!;
+    expect(job).toMatchObject({ status: 'completed', filesBackedUp: 2, sizeBytes: 300_006, error: null });
+    expect(job.storedBytes).toBeGreaterThan(0);
+    expect(job.progress.filesDone).toBe(2);
+    expect(job.startedAt).not.toBeNull();
+    expect(job.finishedAt).not.toBeNull();
+    const files = store.files.page(id, { limit: 100 });
+    expect(files.map((f) => [f.path, f.type])).toEqual([['a.txt', 'file'], ['link', 'symlink'], ['sub', 'directory'], ['sub/b.bin', 'file']]);
+    expect(files[0]!.sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(readFileSync(join(repositoryDir(join(base, 'data'), accountId, 'cloud'), 'config')).length).toBeGreaterThan(0);
+
+    const rid = newId('rst');
+    store.jobs.insertRestore({ id: rid, accountId, backupId: id, targetPath: join(root, 'restored'), paths: null, overwrite: 'never' });
+    queue.enqueue('restore', rid, `${accountId}/cloud`);
+    expect(await queue.waitSettled('restore', rid, 30_000)).toBe(true);
+    expect(store.jobs.getRestore(rid)).toMatchObject({ status: 'completed', filesRestored: 2, sizeBytes: 300_006 });
+    expect(readFileSync(join(root, 'restored', 'sub', 'b.bin')).equals(readFileSync(join(root, 'src', 'sub', 'b.bin')))).toBe(true);
+    expect(readFileSync(join(root, 'restored', 'a.txt'), 'utf8')).toBe('hello\n');
+  });
+
+  it('fails a job whose source vanished before it ran with INVALID_SOURCE', async () => {
+    const id = addBackup(join(root, 'gone'));
+    expect(await queue.waitSettled('backup', id, 30_000)).toBe(true);
+    expect(store.jobs.getBackup(id)).toMatchObject({ status: 'failed', error: { code: 'INVALID_SOURCE' } });
+  });
+
+  it('refuses at run time a source outside the roots', async () => {
+    const id = addBackup(base);
+    expect(await queue.waitSettled('backup', id, 30_000)).toBe(true);
+    expect(store.jobs.getBackup(id)).toMatchObject({ status: 'failed', error: { code: 'SOURCE_NOT_ALLOWED' } });
+  });
+
+  it('refuses to restore into a target that is a file', async () => {
+    const done = store.jobs.listBackups(accountId, { limit: 10, status: 'completed' })[0]!;
+    const rid = newId('rst');
+    store.jobs.insertRestore({ id: rid, accountId, backupId: done.id, targetPath: join(root, 'src', 'a.txt'), paths: null, overwrite: 'always' });
+    queue.enqueue('restore', rid, `${accountId}/cloud`);
+    expect(await queue.waitSettled('restore', rid, 30_000)).toBe(true);
+    expect(store.jobs.getRestore(rid)).toMatchObject({ status: 'failed', error: { code: 'INVALID_TARGET' } });
+  });
+});

@@ -1,0 +1,151 @@
+import { mkdir } from 'node:fs/promises';
+import type { Logger } from 'pino';
+import { confine } from '../allowed-roots.ts';
+import { EngineError, Repository, backup, listEntries, restore, type EntryRecord, type Secret } from '../engine/index.ts';
+import { transaction } from '../store/db.ts';
+import type { FileRecord, JobError, JobKind, Store } from '../store/index.ts';
+import { ProgressWriter } from './progress-writer.ts';
+import { ABORT_SHUTDOWN, type JobRunner } from './queue.ts';
+import { isDestination, repositoryDir } from './repositories.ts';
+
+export interface RunnerDeps {
+  store: Store;
+  dataDir: string;
+  allowedRoots: readonly string[];
+  secret: Secret;
+  logger: Logger;
+  /** Test hook: how often progress is written (default 500 ms). */
+  progressIntervalMs?: number;
+}
+
+/** A failure the job records as its `error` (codes as the API reports them). */
+class JobFailure extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+const ENGINE_CODES: Record<string, string> = {
+  SOURCE_NOT_FOUND: 'INVALID_SOURCE',
+  SOURCE_UNREADABLE: 'INVALID_SOURCE',
+  PATH_NOT_FOUND: 'INVALID_TARGET',
+  RESTORE_CONFLICT: 'INVALID_TARGET',
+};
+
+function toFileRecord(e: EntryRecord): FileRecord {
+  return {
+    path: e.path,
+    type: e.type,
+    sizeBytes: e.size,
+    mode: e.mode,
+    modifiedAt: e.mtime.toISOString(),
+    sha256: e.sha256,
+    linkTarget: e.linkTarget ?? null,
+  };
+}
+
+async function openRepository(deps: RunnerDeps, accountId: string, destination: string): Promise<Repository> {
+  if (!isDestination(destination)) throw new JobFailure('DESTINATION_UNAVAILABLE', `Destination ${destination} is not configured.`);
+  const dir = repositoryDir(deps.dataDir, accountId, destination);
+  await mkdir(dir, { recursive: true });
+  return Repository.open(dir, deps.secret);
+}
+
+async function runBackup(deps: RunnerDeps, id: string, signal: AbortSignal): Promise<void> {
+  const { store } = deps;
+  const job = store.jobs.getBackup(id);
+  if (!job || !store.jobs.markRunning('backup', id)) return;
+  // Checked again at run time: the roots or the filesystem may have changed since the request.
+  const place = await confine(job.source, deps.allowedRoots);
+  if (!place.allowed) throw new JobFailure('SOURCE_NOT_ALLOWED', 'The source is outside the allowed roots.');
+  if (!place.exists) throw new JobFailure('INVALID_SOURCE', `The source ${job.source} does not exist.`);
+  const progress = new ProgressWriter(store, 'backup', id, deps.progressIntervalMs);
+  const repo = await openRepository(deps, job.accountId, job.destination);
+  try {
+    const result = await backup(repo, {
+      source: place.resolved,
+      compression: job.compression,
+      encryption: job.encryption,
+      deduplication: job.deduplication,
+      signal,
+      onProgress: progress.report,
+    });
+    if (result.errors.length) deps.logger.warn({ job_id: id, errors: result.errors.slice(0, 20), count: result.errors.length }, 'backup skipped unreadable entries');
+    const entries: FileRecord[] = [];
+    for await (const e of listEntries(repo, result.snapshotId)) entries.push(toFileRecord(e));
+    transaction(store.db, () => {
+      store.files.insertMany(id, entries);
+      const done = { ...progress.latest, filesDone: result.filesBackedUp, bytesDone: result.sizeBytes };
+      store.jobs.completeBackup(id, {
+        snapshotId: result.snapshotId,
+        filesBackedUp: result.filesBackedUp,
+        sizeBytes: result.sizeBytes,
+        storedBytes: result.storedBytes,
+        progress: { ...done, filesTotal: Math.max(done.filesTotal, done.filesDone), bytesTotal: Math.max(done.bytesTotal, done.bytesDone) },
+      });
+    });
+  } finally {
+    await repo.close();
+  }
+}
+
+async function runRestore(deps: RunnerDeps, id: string, signal: AbortSignal): Promise<void> {
+  const { store } = deps;
+  const job = store.jobs.getRestore(id);
+  if (!job || !store.jobs.markRunning('restore', id)) return;
+  const source = store.jobs.getBackup(job.backupId, job.accountId);
+  if (!source || source.status !== 'completed' || !source.snapshotId) {
+    throw new JobFailure('BACKUP_NOT_COMPLETED', 'The backup to restore is not completed.');
+  }
+  const place = await confine(job.targetPath, deps.allowedRoots);
+  if (!place.allowed) throw new JobFailure('TARGET_NOT_ALLOWED', 'The target is outside the allowed roots.');
+  if (place.exists && !place.isDirectory) throw new JobFailure('INVALID_TARGET', 'The target exists and is not a directory.');
+  await mkdir(place.resolved, { recursive: true });
+  const progress = new ProgressWriter(store, 'restore', id, deps.progressIntervalMs);
+  const repo = await openRepository(deps, job.accountId, source.destination);
+  try {
+    const result = await restore(repo, source.snapshotId, {
+      target: place.resolved,
+      ...(job.paths ? { paths: job.paths } : {}),
+      overwrite: job.overwrite,
+      signal,
+      onProgress: progress.report,
+    });
+    const p = progress.latest;
+    store.jobs.completeRestore(id, {
+      ...result,
+      progress: { ...p, filesDone: Math.max(p.filesDone, p.filesTotal), bytesDone: Math.max(p.bytesDone, p.bytesTotal) },
+    });
+  } finally {
+    await repo.close();
+  }
+}
+
+function describeFailure(err: unknown, signal: AbortSignal): { status: 'failed' | 'cancelled'; error: JobError | null; unexpected: boolean } {
+  if (signal.aborted) {
+    return signal.reason === ABORT_SHUTDOWN
+      ? { status: 'failed', error: { code: 'INTERRUPTED', message: 'The server stopped while the job was running.' }, unexpected: false }
+      : { status: 'cancelled', error: null, unexpected: false };
+  }
+  if (err instanceof JobFailure) return { status: 'failed', error: { code: err.code, message: err.message }, unexpected: false };
+  if (err instanceof EngineError) {
+    return { status: 'failed', error: { code: ENGINE_CODES[err.code] ?? err.code, message: err.message }, unexpected: !(err.code in ENGINE_CODES) };
+  }
+  return { status: 'failed', error: { code: 'INTERNAL_ERROR', message: 'The job failed because of an internal error.' }, unexpected: true };
+}
+
+/** The runner the queue calls: runs the job with the engine and records every outcome in the store. */
+export function createJobRunner(deps: RunnerDeps): JobRunner {
+  return async (kind: JobKind, id: string, signal: AbortSignal) => {
+    try {
+      if (kind === 'backup') await runBackup(deps, id, signal);
+      else await runRestore(deps, id, signal);
+    } catch (err) {
+      const outcome = describeFailure(err, signal);
+      if (outcome.unexpected) deps.logger.error({ err, job_id: id }, 'job failed');
+      deps.store.jobs.finish(kind, id, outcome.status, outcome.error);
+    }
+  };
+}
