@@ -55,6 +55,8 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ BACKUP_BOOTSTRAP_API_KEY: 'key_x' })).toThrow(/together/);
     expect(() => loadConfig({ BACKUP_BOOTSTRAP_API_KEY: 'key_x', BACKUP_BOOTSTRAP_SECRET: 'x'.repeat(20), BACKUP_BOOTSTRAP_PLAN: 'gold' })).toThrow(/plan|one of/);
     expect(() => loadConfig({ VALIDATE_RESPONSES: 'maybe' })).toThrow(ConfigError);
+    expect(() => loadConfig({ BACKUP_BOOTSTRAP_API_KEY: 'bootstrap', BACKUP_BOOTSTRAP_SECRET: 'x'.repeat(20) })).toThrow(/key_/);
+    expect(() => loadConfig({ BACKUP_BOOTSTRAP_API_KEY: 'key_x', BACKUP_BOOTSTRAP_SECRET: 'short' })).toThrow(/16/);
   });
 
   it('parses TRUST_PROXY forms', () => {

@@ -92,8 +92,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (Boolean(apiKey) !== Boolean(secret)) {
     throw new ConfigError('BACKUP_BOOTSTRAP_API_KEY and BACKUP_BOOTSTRAP_SECRET must be set together');
   }
-  if (apiKey && !/^[A-Za-z0-9_.-]{4,128}$/.test(apiKey)) {
-    throw new ConfigError('BACKUP_BOOTSTRAP_API_KEY must be 4-128 characters of [A-Za-z0-9_.-]');
+  if (apiKey && !/^key_[A-Za-z0-9_-]{1,124}$/.test(apiKey)) {
+    throw new ConfigError('BACKUP_BOOTSTRAP_API_KEY must look like key_<1-124 of A-Za-z0-9_->, as api_key does in the API');
   }
   if (secret !== undefined && secret.length > 0 && secret.length < 16) {
     throw new ConfigError('BACKUP_BOOTSTRAP_SECRET must be at least 16 characters');

@@ -51,7 +51,7 @@ describe('job runners with the engine', () => {
     expect(job.progress.filesDone).toBe(2);
     expect(job.startedAt).not.toBeNull();
     expect(job.finishedAt).not.toBeNull();
-    const files = store.files.page(id, { limit: 100 });
+    const files = store.files.page(id, { limit: 100 }).items;
     expect(files.map((f) => [f.path, f.type])).toEqual([['a.txt', 'file'], ['link', 'symlink'], ['sub', 'directory'], ['sub/b.bin', 'file']]);
     expect(files[0]!.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(readFileSync(join(repositoryDir(join(base, 'data'), accountId, 'cloud'), 'config')).length).toBeGreaterThan(0);

@@ -76,7 +76,7 @@ async function runBackup(deps: RunnerDeps, id: string, signal: AbortSignal): Pro
     const entries: FileRecord[] = [];
     for await (const e of listEntries(repo, result.snapshotId)) entries.push(toFileRecord(e));
     transaction(store.db, () => {
-      store.files.insertMany(id, entries);
+      store.files.insertListing(id, entries);
       const done = { ...progress.latest, filesDone: result.filesBackedUp, bytesDone: result.sizeBytes };
       store.jobs.completeBackup(id, {
         snapshotId: result.snapshotId,

@@ -10,10 +10,24 @@ export interface FileRecord {
   linkTarget: string | null;
 }
 
-/** The highest code point; a prefix range [p, p + MAX) covers every path starting with p. */
+export interface FilePage {
+  items: FileRecord[];
+  /** The position of the last item, for the next page's `afterSeq`; null when this was the last page. */
+  nextSeq: number | null;
+}
+
+/** The highest code point; the range [p, p + MAX) holds every path starting with p. */
 const MAX_CHAR = '\u{10FFFF}';
 
-/** The file listing of each completed backup, paged by path (keyset, no OFFSET). */
+function byteOrder(a: FileRecord, b: FileRecord): number {
+  return Buffer.compare(Buffer.from(a.path), Buffer.from(b.path));
+}
+
+/**
+ * The file listing of each completed backup. A listing never changes once written, so each entry
+ * gets its position in byte order of path (`seq`), and pages are keyset ranges over it: a cursor is
+ * a small integer whatever the path length, and a prefix is a contiguous range of positions.
+ */
 export class FileStore {
   private readonly db: DatabaseSync;
 
@@ -21,40 +35,50 @@ export class FileStore {
     this.db = db;
   }
 
-  /** Inserts entries in batches; call inside the transaction that completes the job. */
-  insertMany(backupId: string, entries: Iterable<FileRecord>): number {
+  /** Writes a whole listing; call inside the transaction that completes the job. */
+  insertListing(backupId: string, entries: FileRecord[]): number {
+    const sorted = [...entries].sort(byteOrder);
     const stmt = this.db.prepare(
-      `INSERT OR REPLACE INTO backup_files (backup_id, path, type, size_bytes, mode, modified_at, sha256, link_target)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO backup_files (backup_id, seq, path, type, size_bytes, mode, modified_at, sha256, link_target)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
-    let n = 0;
-    for (const e of entries) {
-      stmt.run(backupId, e.path, e.type, e.sizeBytes, e.mode, e.modifiedAt, e.sha256, e.linkTarget);
-      n++;
-    }
-    return n;
+    sorted.forEach((e, seq) => stmt.run(backupId, seq, e.path, e.type, e.sizeBytes, e.mode, e.modifiedAt, e.sha256, e.linkTarget));
+    return sorted.length;
   }
 
-  /** Entries whose path starts with `prefix`, in path order, strictly after `after`. */
-  page(backupId: string, opts: { prefix?: string; after?: string; limit: number }): FileRecord[] {
+  /** Entries whose path starts with `prefix`, in byte order of path, after position `afterSeq`. */
+  page(backupId: string, opts: { prefix?: string; afterSeq?: number; limit: number }): FilePage {
     const prefix = opts.prefix ?? '';
     const rows = this.db
       .prepare(
-        `SELECT path, type, size_bytes, mode, modified_at, sha256, link_target FROM backup_files
-         WHERE backup_id = ? AND path >= ? AND path < ? AND (? IS NULL OR path > ?)
-         ORDER BY path LIMIT ?`,
+        `SELECT seq, path, type, size_bytes, mode, modified_at, sha256, link_target FROM backup_files
+         WHERE backup_id = ? AND path >= ? AND path < ? AND seq > ?
+         ORDER BY seq LIMIT ?`,
       )
-      .all(backupId, prefix, prefix + MAX_CHAR, opts.after ?? null, opts.after ?? null, opts.limit) as Array<
-      Record<string, string | number | null>
-    >;
-    return rows.map((r) => ({
-      path: r.path as string,
-      type: r.type as FileRecord['type'],
-      sizeBytes: r.size_bytes as number,
-      mode: r.mode as number,
-      modifiedAt: r.modified_at as string,
-      sha256: r.sha256 as string | null,
-      linkTarget: r.link_target as string | null,
-    }));
+      .all(backupId, prefix, prefix + MAX_CHAR, opts.afterSeq ?? -1, opts.limit + 1) as Array<Record<string, string | number | null>>;
+    const more = rows.length > opts.limit;
+    const kept = more ? rows.slice(0, opts.limit) : rows;
+    return {
+      items: kept.map((r) => ({
+        path: r.path as string,
+        type: r.type as FileRecord['type'],
+        sizeBytes: r.size_bytes as number,
+        mode: r.mode as number,
+        modifiedAt: r.modified_at as string,
+        sha256: r.sha256 as string | null,
+        linkTarget: r.link_target as string | null,
+      })),
+      nextSeq: more ? (kept[kept.length - 1]!.seq as number) : null,
+    };
+  }
+
+  /** Whether `path` is an entry of the backup or a directory holding entries. */
+  matches(backupId: string, path: string): boolean {
+    const row = this.db
+      .prepare(
+        `SELECT 1 AS ok FROM backup_files WHERE backup_id = ? AND (path = ? OR (path >= ? AND path < ?)) LIMIT 1`,
+      )
+      .get(backupId, path, `${path}/`, `${path}/${MAX_CHAR}`);
+    return row !== undefined;
   }
 }

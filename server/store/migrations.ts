@@ -69,6 +69,7 @@ export const MIGRATIONS: readonly string[] = [
 
   CREATE TABLE backup_files (
     backup_id    TEXT NOT NULL REFERENCES backup_jobs(id) ON DELETE CASCADE,
+    seq          INTEGER NOT NULL,
     path         TEXT NOT NULL,
     type         TEXT NOT NULL CHECK (type IN ('file', 'directory', 'symlink')),
     size_bytes   INTEGER NOT NULL,
@@ -78,6 +79,7 @@ export const MIGRATIONS: readonly string[] = [
     link_target  TEXT,
     PRIMARY KEY (backup_id, path)
   ) WITHOUT ROWID;
+  CREATE UNIQUE INDEX backup_files_seq ON backup_files(backup_id, seq);
 
   CREATE TABLE newsletter_subscribers (
     email          TEXT PRIMARY KEY,

@@ -109,14 +109,28 @@ describe('Store', () => {
     const a = store.accounts.createAccount('pro');
     const b = newId('bkp');
     store.jobs.insertBackup({ id: b, accountId: a.id, source: '/x', destination: 'cloud', compression: 'zstd', encryption: true, deduplication: true });
-    const paths = ['docs', 'docs/a.txt', 'docs/b.txt', 'docs/ü.txt', 'img', 'img/p.png', 'readme'];
-    store.files.insertMany(b, paths.map((p) => ({ path: p, type: p.includes('.') || p === 'readme' ? 'file' : 'directory', sizeBytes: 1, mode: 0o644, modifiedAt: '2024-01-01T00:00:00.000Z', sha256: null, linkTarget: null })));
-    const page1 = store.files.page(b, { limit: 3 });
-    expect(page1.map((f) => f.path)).toEqual(['docs', 'docs/a.txt', 'docs/b.txt']);
-    const page2 = store.files.page(b, { limit: 3, after: 'docs/b.txt' });
-    expect(page2.map((f) => f.path)).toEqual(['docs/ü.txt', 'img', 'img/p.png']);
-    expect(store.files.page(b, { limit: 10, prefix: 'docs/' }).map((f) => f.path)).toEqual(['docs/a.txt', 'docs/b.txt', 'docs/ü.txt']);
-    expect(store.files.page(b, { limit: 1, prefix: 'docs/', after: 'docs/a.txt' }).map((f) => f.path)).toEqual(['docs/b.txt']);
+    const paths = ['docs', 'docs/a.txt', 'docs/b.txt', 'docs/ü.txt', 'docs/😀', 'docs/\uffff', 'img', 'img/p.png', 'readme', 'docs-old'];
+    store.files.insertListing(b, paths.map((p) => ({ path: p, type: 'file', sizeBytes: 1, mode: 0o644, modifiedAt: '2024-01-01T00:00:00.000Z', sha256: null, linkTarget: null })));
+    const all: string[] = [];
+    let after: number | undefined;
+    for (;;) {
+      const page = store.files.page(b, { limit: 3, ...(after === undefined ? {} : { afterSeq: after }) });
+      all.push(...page.items.map((f) => f.path));
+      if (page.nextSeq === null) break;
+      expect(page.items).toHaveLength(3);
+      after = page.nextSeq;
+    }
+    // Byte order of UTF-8, as SQLite compares: U+FFFF sorts before the astral U+1F600.
+    expect(all).toEqual(['docs', 'docs-old', 'docs/a.txt', 'docs/b.txt', 'docs/ü.txt', 'docs/\uffff', 'docs/😀', 'img', 'img/p.png', 'readme']);
+    const prefixed = store.files.page(b, { limit: 10, prefix: 'docs/' });
+    expect(prefixed.items.map((f) => f.path)).toEqual(['docs/a.txt', 'docs/b.txt', 'docs/ü.txt', 'docs/\uffff', 'docs/😀']);
+    expect(prefixed.nextSeq).toBeNull();
+    const first = store.files.page(b, { limit: 1, prefix: 'docs/' });
+    expect(store.files.page(b, { limit: 1, prefix: 'docs/', afterSeq: first.nextSeq! }).items.map((f) => f.path)).toEqual(['docs/b.txt']);
+    expect(store.files.matches(b, 'docs')).toBe(true);
+    expect(store.files.matches(b, 'docs/a.txt')).toBe(true);
+    expect(store.files.matches(b, 'doc')).toBe(false);
+    expect(store.files.matches(b, 'img/p')).toBe(false);
   });
 
   it('never duplicates a newsletter subscriber, whatever the domain case', () => {
