@@ -1,0 +1,182 @@
+import { unlinkSync } from 'node:fs';
+import { chmod, mkdir, readFile, symlink, utimes, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { EngineError, Repository, backup, listEntries, restore, verify } from './index.ts';
+import type { EntryRecord, Progress } from './index.ts';
+import { allFiles, describeTree, sha256Of, tempDir, writeRandomFile } from './testing/fixtures.ts';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+let repo: Repository;
+const opts = { compression: 'zstd', encryption: true, deduplication: true } as const;
+
+beforeEach(async () => {
+  ({ path: dir, cleanup } = await tempDir());
+  repo = await Repository.open(join(dir, 'repo'), { password: 'correct horse' });
+});
+afterEach(async () => {
+  await repo.close();
+  await cleanup();
+});
+
+async function makeTree(root: string): Promise<void> {
+  await mkdir(join(root, 'docs/deep/er'), { recursive: true });
+  await mkdir(join(root, 'empty-dir'));
+  await writeFile(join(root, 'hello.txt'), 'hello world\n');
+  await writeFile(join(root, 'empty'), '');
+  await writeFile(join(root, 'docs/readme.md'), '# readme\n'.repeat(1000));
+  await writeFile(join(root, 'docs/deep/er/ünïcødé 文件 🚀.txt'), 'unicode name');
+  await writeRandomFile(join(root, 'docs/random.bin'), 3 * 1024 * 1024 + 17);
+  await writeFile(join(root, 'script.sh'), '#!/bin/sh\necho hi\n');
+  await chmod(join(root, 'script.sh'), 0o755);
+  await writeFile(join(root, 'secret'), 'private');
+  await chmod(join(root, 'secret'), 0o600);
+  await chmod(join(root, 'empty-dir'), 0o700);
+  await symlink('hello.txt', join(root, 'link-to-file'));
+  await symlink('../../../../etc/passwd', join(root, 'docs/deep/escaping-link'));
+  await symlink('does-not-exist', join(root, 'dangling'));
+  await utimes(join(root, 'hello.txt'), new Date('2001-02-03T04:05:06.789Z'), new Date('2001-02-03T04:05:06.789Z'));
+  await utimes(join(root, 'docs/deep'), new Date('2010-01-01T00:00:00Z'), new Date('2010-01-01T00:00:00Z'));
+}
+
+describe('backup and restore round trip', () => {
+  it('restores files, directories, symlinks, empty files, modes, mtimes and unicode names exactly', async () => {
+    const src = join(dir, 'src');
+    await makeTree(src);
+    const before = await describeTree(src);
+    const seen: Progress[] = [];
+    const result = await backup(repo, { source: src, ...opts, onProgress: (p) => seen.push(p) });
+    expect(result.errors).toEqual([]);
+    expect(result.filesBackedUp).toBe(7);
+    expect(result.entries).toBe(Object.keys(before).length);
+    expect(result.sizeBytes).toBe(12 + 0 + 9000 + 12 + 3 * 1024 * 1024 + 17 + 18 + 7);
+    expect(result.storedBytes).toBeGreaterThan(3 * 1024 * 1024);
+    const last = seen.at(-1)!;
+    expect(last).toEqual({ filesDone: 7, filesTotal: 7, bytesDone: result.sizeBytes, bytesTotal: result.sizeBytes });
+
+    const out = join(dir, 'out');
+    const restored = await restore(repo, result.snapshotId, { target: out, overwrite: 'never' });
+    expect(restored).toEqual({ filesRestored: 7, filesSkipped: 0, sizeBytes: result.sizeBytes });
+    expect(await describeTree(out)).toEqual(before);
+    expect(before['docs/deep/escaping-link']).toEqual({ type: 'symlink', mode: 0, link: '../../../../etc/passwd' });
+  });
+
+  it('lists every entry with type, size, mode, mtime and sha256', async () => {
+    const src = join(dir, 'src');
+    await makeTree(src);
+    const { snapshotId } = await backup(repo, { source: src, ...opts });
+    const entries: EntryRecord[] = [];
+    for await (const e of listEntries(repo, snapshotId)) entries.push(e);
+    const byPath = new Map(entries.map((e) => [e.path, e]));
+    expect(byPath.get('hello.txt')).toEqual({
+      path: 'hello.txt',
+      type: 'file',
+      size: 12,
+      mode: 0o644,
+      mtime: new Date('2001-02-03T04:05:06.789Z'),
+      sha256: await sha256Of(join(src, 'hello.txt')),
+    });
+    expect(byPath.get('link-to-file')).toMatchObject({ type: 'symlink', linkTarget: 'hello.txt', sha256: null });
+    expect(byPath.get('empty-dir')).toMatchObject({ type: 'directory', mode: 0o700 });
+    expect(byPath.get('docs/deep/er/ünïcødé 文件 🚀.txt')?.sha256).toBe(await sha256Of(join(src, 'docs/deep/er/ünïcødé 文件 🚀.txt')));
+    expect(entries.map((e) => e.path)).toContain('docs/deep/er');
+  });
+
+  it('round-trips a 110 MiB file, streamed, with every compression', async () => {
+    const src = join(dir, 'src');
+    await mkdir(src);
+    await writeRandomFile(join(src, 'big.bin'), 110 * 1024 * 1024 + 12345);
+    const sum = await sha256Of(join(src, 'big.bin'));
+    const result = await backup(repo, { source: src, ...opts });
+    expect(result.sizeBytes).toBe(110 * 1024 * 1024 + 12345);
+    const entries: EntryRecord[] = [];
+    for await (const e of listEntries(repo, result.snapshotId)) entries.push(e);
+    expect(entries[0]!.sha256).toBe(sum);
+    await restore(repo, result.snapshotId, { target: join(dir, 'out'), overwrite: 'never' });
+    expect(await sha256Of(join(dir, 'out/big.bin'))).toBe(sum);
+  });
+
+  it('round-trips with gzip, none, and no encryption', async () => {
+    const src = join(dir, 'src');
+    await makeTree(src);
+    const before = await describeTree(src);
+    for (const variant of [
+      { compression: 'gzip', encryption: true, deduplication: true },
+      { compression: 'none', encryption: false, deduplication: false },
+      { compression: 'zstd', compressionLevel: 19, encryption: false, deduplication: true },
+    ] as const) {
+      const { snapshotId } = await backup(repo, { source: src, ...variant });
+      const out = join(dir, `out-${variant.compression}`);
+      await restore(repo, snapshotId, { target: out, overwrite: 'never' });
+      expect(await describeTree(out)).toEqual(before);
+    }
+  });
+
+  it('reports an unreadable file in errors[] and backs up the rest', async () => {
+    const src = join(dir, 'src');
+    await makeTree(src);
+    let removed = false;
+    const result = await backup(repo, {
+      source: src,
+      ...opts,
+      // The stat walk has seen the file; it vanishes before it is read (tests run as root, so chmod 000 would not stop a read).
+      onProgress: () => {
+        if (!removed) {
+          removed = true;
+          unlinkSync(join(src, 'secret'));
+        }
+      },
+    });
+    expect(result.errors).toHaveLength(1);
+    expect(result.errors[0]).toMatchObject({ path: 'secret' });
+    expect(result.errors[0]!.message).toMatch(/ENOENT/);
+    expect(result.filesBackedUp).toBe(6);
+    const paths: string[] = [];
+    for await (const e of listEntries(repo, result.snapshotId)) paths.push(e.path);
+    expect(paths).not.toContain('secret');
+    expect(paths).toContain('hello.txt');
+  });
+
+  it('rejects a missing source with SOURCE_NOT_FOUND', async () => {
+    const err = await backup(repo, { source: join(dir, 'nope'), ...opts }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EngineError);
+    expect(err).toMatchObject({ code: 'SOURCE_NOT_FOUND', details: { path: join(dir, 'nope') } });
+  });
+
+  it('backs up a single file given as the source', async () => {
+    await writeFile(join(dir, 'one.txt'), 'just me');
+    const { snapshotId, filesBackedUp } = await backup(repo, { source: join(dir, 'one.txt'), ...opts });
+    expect(filesBackedUp).toBe(1);
+    await restore(repo, snapshotId, { target: join(dir, 'out'), overwrite: 'never' });
+    expect(await readFile(join(dir, 'out/one.txt'), 'utf8')).toBe('just me');
+  });
+});
+
+describe('cancellation', () => {
+  it('rejects with CANCELLED and writes no snapshot', async () => {
+    const src = join(dir, 'src');
+    await mkdir(src);
+    for (let i = 0; i < 6; i++) await writeRandomFile(join(src, `f${i}`), 8 * 1024 * 1024);
+    const controller = new AbortController();
+    const err = await backup(repo, {
+      source: src,
+      ...opts,
+      signal: controller.signal,
+      onProgress: (p) => {
+        if (p.bytesDone > 10 * 1024 * 1024) controller.abort();
+      },
+    }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'CANCELLED' });
+    expect(await repo.snapshots()).toEqual([]);
+    expect((await allFiles(join(dir, 'repo'))).filter((f) => f.includes('.tmp-'))).toEqual([]);
+    // What was written is whole: the repository still verifies.
+    expect((await verify(repo)).errors).toEqual([]);
+  });
+
+  it('rejects at once when the signal is already aborted', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    await expect(backup(repo, { source: dir, ...opts, signal: controller.signal })).rejects.toMatchObject({ code: 'CANCELLED' });
+  });
+});

@@ -1,0 +1,46 @@
+import { chunkId, open, seal } from './crypto.ts';
+import type { MasterKey } from './crypto.ts';
+import { compress, decompress } from './compress.ts';
+import { EngineError } from './errors.ts';
+import type { CompressionCode } from './types.ts';
+
+/**
+ * A blob is one chunk as stored in a pack: compressed (or raw), then sealed with AES-256-GCM
+ * when encrypted. Its id is HMAC-SHA-256(chunk-id key, plaintext); the id is the GCM
+ * associated data, so a sealed blob cannot be passed off as another chunk.
+ */
+export interface EncodedBlob {
+  id: string;
+  data: Uint8Array;
+  comp: CompressionCode;
+  rawLength: number;
+}
+
+export interface BlobRef {
+  id: string;
+  encrypted: boolean;
+  comp: CompressionCode;
+  rawLength: number;
+}
+
+export function encodeBlob(key: MasterKey, plain: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean): EncodedBlob {
+  const id = chunkId(key.chunkId, plain);
+  const packed = compress(plain, comp, level);
+  const data = encrypt ? seal(key.encryption, packed.data, Buffer.from(id, 'hex')) : packed.data;
+  return { id, data, comp: packed.code, rawLength: plain.length };
+}
+
+/** Decrypts, decompresses and checks the keyed hash; throws CORRUPT_DATA on any mismatch. */
+export function decodeBlob(key: MasterKey, ref: BlobRef, stored: Uint8Array): Uint8Array {
+  const packed = ref.encrypted ? open(key.encryption, stored, Buffer.from(ref.id, 'hex')) : stored;
+  let plain: Uint8Array;
+  try {
+    plain = decompress(packed, ref.comp, ref.rawLength);
+  } catch {
+    throw new EngineError('CORRUPT_DATA', `chunk ${ref.id} does not decompress`, { chunk: ref.id });
+  }
+  if (plain.length !== ref.rawLength || chunkId(key.chunkId, plain) !== ref.id) {
+    throw new EngineError('CORRUPT_DATA', `chunk ${ref.id} does not match its hash`, { chunk: ref.id });
+  }
+  return plain;
+}

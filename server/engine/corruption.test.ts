@@ -1,0 +1,81 @@
+import { mkdir, open, readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { Repository, backup, restore, verify } from './index.ts';
+import type { EngineError } from './index.ts';
+import { allFiles, tempDir, writeRandomFile } from './testing/fixtures.ts';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+let repo: Repository;
+
+beforeEach(async () => {
+  ({ path: dir, cleanup } = await tempDir());
+  repo = await Repository.open(join(dir, 'repo'), { password: 'pw' });
+});
+afterEach(async () => {
+  await repo.close();
+  await cleanup();
+});
+
+async function flipByte(file: string, at: number): Promise<void> {
+  const fh = await open(file, 'r+');
+  const b = Buffer.alloc(1);
+  await fh.read(b, 0, 1, at);
+  b[0] = b[0]! ^ 0x01;
+  await fh.write(b, 0, 1, at);
+  await fh.close();
+}
+
+for (const encryption of [true, false]) {
+  it(`detects a flipped byte in a pack with verify and restore (encryption ${encryption}), leaving no partial file`, async () => {
+    const src = join(dir, 'src');
+    await mkdir(src);
+    await writeRandomFile(join(src, 'victim.bin'), 6 * 1024 * 1024);
+    const { snapshotId } = await backup(repo, { source: src, compression: 'zstd', encryption, deduplication: true });
+    expect((await verify(repo, snapshotId)).errors).toEqual([]);
+
+    const packs = (await allFiles(join(dir, 'repo', 'data'))).filter((f) => !f.includes('.tmp-'));
+    expect(packs).toHaveLength(1);
+    await flipByte(packs[0]!, 3 * 1024 * 1024);
+
+    const report = await verify(repo, snapshotId);
+    expect(report.chunksChecked).toBeGreaterThan(2);
+    expect(report.errors).toHaveLength(1);
+    expect(report.errors[0]).toMatchObject({ path: 'victim.bin' });
+    expect(report.errors[0]!.chunk).toMatch(/^[0-9a-f]{64}$/);
+    expect((await verify(repo)).errors).toHaveLength(1);
+
+    const out = join(dir, 'out');
+    const err = (await restore(repo, snapshotId, { target: out, overwrite: 'never' }).catch((e: unknown) => e)) as EngineError;
+    expect(err.code).toBe('CORRUPT_DATA');
+    expect(err.message).toContain('victim.bin');
+    expect(err.details).toMatchObject({ path: 'victim.bin' });
+    expect(await readdir(out)).toEqual([]);
+  });
+}
+
+it('detects a missing pack', async () => {
+  const src = join(dir, 'src');
+  await mkdir(src);
+  await writeRandomFile(join(src, 'x.bin'), 1024 * 1024);
+  const { snapshotId } = await backup(repo, { source: src, compression: 'zstd', encryption: true, deduplication: true });
+  const [pack] = await allFiles(join(dir, 'repo', 'data'));
+  const { rm } = await import('node:fs/promises');
+  await rm(pack!);
+  const report = await verify(repo, snapshotId);
+  expect(report.errors.length).toBeGreaterThan(0);
+  expect(report.errors[0]!.message).toMatch(/missing/);
+  await expect(restore(repo, snapshotId, { target: join(dir, 'out'), overwrite: 'never' })).rejects.toMatchObject({ code: 'CORRUPT_DATA' });
+});
+
+it('detects a damaged snapshot manifest', async () => {
+  const src = join(dir, 'src');
+  await mkdir(src);
+  await writeRandomFile(join(src, 'x.bin'), 1000);
+  const { snapshotId } = await backup(repo, { source: src, compression: 'zstd', encryption: true, deduplication: true });
+  const tree = join(dir, 'repo', 'trees', snapshotId);
+  await flipByte(tree, (await stat(tree)).size - 5);
+  await expect(restore(repo, snapshotId, { target: join(dir, 'out'), overwrite: 'never' })).rejects.toMatchObject({ code: 'CORRUPT_DATA' });
+  expect((await readFile(join(dir, 'repo', 'snapshots', snapshotId))).length).toBeGreaterThan(0);
+});

@@ -1,0 +1,73 @@
+import { spawn } from 'node:child_process';
+import { mkdir, readdir } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { Repository, backup, restore, verify } from './index.ts';
+import { describeTree, tempDir, writeRandomFile } from './testing/fixtures.ts';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+const MiB = 1024 * 1024;
+
+beforeEach(async () => {
+  ({ path: dir, cleanup } = await tempDir('engine-crash-'));
+});
+afterEach(async () => {
+  await cleanup();
+});
+
+/** Runs a backup in a child process and SIGKILLs it once it has read `killAfter` bytes. */
+function backupAndKill(repoDir: string, source: string, killAfter: number): Promise<{ killed: boolean; bytesDone: number }> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'testing/backup-child.ts'), repoDir, 'pw', 'backup', source], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let bytesDone = 0;
+  let finished = false;
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    const msg = JSON.parse(line) as { progress?: { bytesDone: number }; done?: unknown };
+    if (msg.done) finished = true;
+    if (msg.progress) bytesDone = msg.progress.bytesDone;
+    if (bytesDone >= killAfter && !finished) child.kill('SIGKILL');
+  });
+  return new Promise((resolve) => child.on('exit', (_code, signal) => resolve({ killed: signal === 'SIGKILL' && !finished, bytesDone })));
+}
+
+it('survives SIGKILL mid-backup: the repository verifies, older snapshots restore, the next backup reuses stored data', async () => {
+  const src = join(dir, 'src');
+  await mkdir(join(src, 'base'), { recursive: true });
+  for (let i = 0; i < 3; i++) await writeRandomFile(join(src, 'base', `keep${i}.bin`), 2 * MiB + i);
+  const repoDir = join(dir, 'repo');
+  const repo = await Repository.open(repoDir, { password: 'pw' });
+  const first = await backup(repo, { source: src, compression: 'zstd', encryption: true, deduplication: true });
+  await repo.close();
+  const firstTree = await describeTree(src);
+
+  await mkdir(join(src, 'bulk'));
+  const bulkBytes = 24 * 12 * MiB;
+  for (let i = 0; i < 24; i++) await writeRandomFile(join(src, 'bulk', `f${String(i).padStart(2, '0')}.bin`), 12 * MiB);
+
+  const run = await backupAndKill(repoDir, src, 208 * MiB);
+  expect(run.killed).toBe(true);
+  expect(run.bytesDone).toBeLessThan(bulkBytes);
+  expect((await readdir(join(repoDir, 'data'), { recursive: true })).length).toBeGreaterThan(8); // it did write packs
+
+  const after = await Repository.open(repoDir, { password: 'pw' });
+  expect((await after.snapshots()).map((s) => s.id)).toEqual([first.snapshotId]);
+  const check = await verify(after);
+  expect(check.errors).toEqual([]);
+  expect(check.chunksChecked).toBeGreaterThan(100);
+
+  await restore(after, first.snapshotId, { target: join(dir, 'out-first'), overwrite: 'never' });
+  expect(await describeTree(join(dir, 'out-first'))).toEqual(firstTree);
+
+  const next = await backup(after, { source: src, compression: 'zstd', encryption: true, deduplication: true });
+  expect(next.errors).toEqual([]);
+  expect(next.filesBackedUp).toBe(27);
+  // The base files come from the first snapshot, and the packs the killed backup had indexed are reused.
+  expect(next.storedBytes).toBeLessThan(bulkBytes - 100 * MiB);
+  expect((await verify(after, next.snapshotId)).errors).toEqual([]);
+  await restore(after, next.snapshotId, { target: join(dir, 'out-next'), overwrite: 'never' });
+  expect(await describeTree(join(dir, 'out-next'))).toEqual(await describeTree(src));
+  await after.close();
+});

@@ -1,0 +1,72 @@
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, scrypt } from 'node:crypto';
+import { EngineError } from './errors.ts';
+
+/** The two secrets of a repository: data/metadata encryption and chunk identity. */
+export interface MasterKey {
+  encryption: Buffer; // 32 bytes, AES-256-GCM
+  chunkId: Buffer; // 32 bytes, HMAC-SHA-256 key for chunk ids
+}
+
+export const NONCE_BYTES = 12;
+export const TAG_BYTES = 16;
+export const SEAL_OVERHEAD = NONCE_BYTES + TAG_BYTES;
+
+export interface ScryptParams {
+  N: number;
+  r: number;
+  p: number;
+}
+
+export const DEFAULT_SCRYPT: ScryptParams = { N: 1 << 15, r: 8, p: 1 };
+
+export function deriveFromPassword(password: string, salt: Uint8Array, params: ScryptParams): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    scrypt(password.normalize('NFC'), salt, 32, { ...params, maxmem: 256 * params.N * params.r }, (err, key) =>
+      err ? reject(err) : resolve(key),
+    );
+  });
+}
+
+/** A key file is already high-entropy material: HKDF is enough, no stretching. */
+export function deriveFromKeyFile(material: Uint8Array, salt: Uint8Array): Buffer {
+  return Buffer.from(hkdfSync('sha256', material, salt, 'backup-engine key file v1', 32));
+}
+
+/** AES-256-GCM: nonce(12) | ciphertext | tag(16). `aad` binds the ciphertext to its role or id. */
+export function seal(key: Uint8Array, plaintext: Uint8Array, aad?: Uint8Array): Buffer {
+  const nonce = randomBytes(NONCE_BYTES);
+  const out = Buffer.allocUnsafe(plaintext.length + SEAL_OVERHEAD);
+  nonce.copy(out, 0);
+  const cipher = createCipheriv('aes-256-gcm', key, nonce);
+  if (aad) cipher.setAAD(aad);
+  let off = NONCE_BYTES;
+  off += cipher.update(plaintext).copy(out, off);
+  off += cipher.final().copy(out, off);
+  cipher.getAuthTag().copy(out, off);
+  return out;
+}
+
+/** Throws EngineError CORRUPT_DATA when the tag does not authenticate. */
+export function open(key: Uint8Array, sealed: Uint8Array, aad?: Uint8Array): Buffer {
+  if (sealed.length < SEAL_OVERHEAD) throw new EngineError('CORRUPT_DATA', 'sealed object is truncated');
+  const nonce = sealed.subarray(0, NONCE_BYTES);
+  const tag = sealed.subarray(sealed.length - TAG_BYTES);
+  const decipher = createDecipheriv('aes-256-gcm', key, nonce);
+  decipher.setAuthTag(tag);
+  if (aad) decipher.setAAD(aad);
+  try {
+    const body = decipher.update(sealed.subarray(NONCE_BYTES, sealed.length - TAG_BYTES));
+    const fin = decipher.final();
+    return fin.length ? Buffer.concat([body, fin]) : body;
+  } catch {
+    throw new EngineError('CORRUPT_DATA', 'authentication tag does not match');
+  }
+}
+
+export function chunkId(key: Uint8Array, plaintext: Uint8Array): string {
+  return createHmac('sha256', key).update(plaintext).digest('hex');
+}
+
+export function randomId(): string {
+  return randomBytes(32).toString('hex');
+}

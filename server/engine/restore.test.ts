@@ -1,0 +1,97 @@
+import { mkdir, readFile, readdir, stat, utimes, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Repository, backup, restore } from './index.ts';
+import { describeTree, tempDir } from './testing/fixtures.ts';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+let repo: Repository;
+let snapshotId: string;
+let src: string;
+
+beforeEach(async () => {
+  ({ path: dir, cleanup } = await tempDir());
+  repo = await Repository.open(join(dir, 'repo'), { password: 'pw' });
+  src = join(dir, 'src');
+  await mkdir(join(src, 'a/b'), { recursive: true });
+  await mkdir(join(src, 'c'));
+  await writeFile(join(src, 'a/one.txt'), 'one');
+  await writeFile(join(src, 'a/b/two.txt'), 'two');
+  await writeFile(join(src, 'c/three.txt'), 'three');
+  await writeFile(join(src, 'top.txt'), 'top');
+  ({ snapshotId } = await backup(repo, { source: src, compression: 'zstd', encryption: true, deduplication: true }));
+});
+afterEach(async () => {
+  await repo.close();
+  await cleanup();
+});
+
+describe('subset restore', () => {
+  it('restores only the named files and directories, keeping their relative paths', async () => {
+    const out = join(dir, 'out');
+    const result = await restore(repo, snapshotId, { target: out, paths: ['a/b', 'top.txt'], overwrite: 'never' });
+    expect(result).toEqual({ filesRestored: 2, filesSkipped: 0, sizeBytes: 6 });
+    expect(Object.keys(await describeTree(out, { mtimes: false })).sort()).toEqual(['a', 'a/b', 'a/b/two.txt', 'top.txt']);
+    expect(await readFile(join(out, 'a/b/two.txt'), 'utf8')).toBe('two');
+  });
+
+  it('rejects a path that is not in the snapshot', async () => {
+    await expect(restore(repo, snapshotId, { target: join(dir, 'out'), paths: ['nope'], overwrite: 'never' })).rejects.toMatchObject({
+      code: 'PATH_NOT_FOUND',
+      details: { paths: ['nope'] },
+    });
+  });
+
+  it('rejects an unknown snapshot with SNAPSHOT_NOT_FOUND', async () => {
+    await expect(restore(repo, 'f'.repeat(64), { target: join(dir, 'out'), overwrite: 'never' })).rejects.toMatchObject({ code: 'SNAPSHOT_NOT_FOUND' });
+    await expect(restore(repo, '../config', { target: join(dir, 'out'), overwrite: 'never' })).rejects.toMatchObject({ code: 'SNAPSHOT_NOT_FOUND' });
+  });
+});
+
+describe('overwrite policies', () => {
+  async function prepareTarget(): Promise<string> {
+    const out = join(dir, 'out');
+    await mkdir(join(out, 'a/b'), { recursive: true });
+    await writeFile(join(out, 'a/one.txt'), 'one'); // same content as the snapshot
+    await utimes(join(out, 'a/one.txt'), new Date('2000-01-01'), new Date('2000-01-01'));
+    await writeFile(join(out, 'top.txt'), 'locally changed'); // differs
+    return out;
+  }
+
+  it('never: keeps every existing file and counts it skipped', async () => {
+    const out = await prepareTarget();
+    const result = await restore(repo, snapshotId, { target: out, overwrite: 'never' });
+    expect(result).toEqual({ filesRestored: 2, filesSkipped: 2, sizeBytes: 8 });
+    expect(await readFile(join(out, 'top.txt'), 'utf8')).toBe('locally changed');
+    expect((await stat(join(out, 'a/one.txt'))).mtime.getUTCFullYear()).toBe(2000);
+  });
+
+  it('if_changed: replaces files whose content differs and skips identical ones', async () => {
+    const out = await prepareTarget();
+    const result = await restore(repo, snapshotId, { target: out, overwrite: 'if_changed' });
+    expect(result).toEqual({ filesRestored: 3, filesSkipped: 1, sizeBytes: 11 });
+    expect(await readFile(join(out, 'top.txt'), 'utf8')).toBe('top');
+    expect((await stat(join(out, 'a/one.txt'))).mtime.getUTCFullYear()).toBe(2000);
+  });
+
+  it('always: replaces every file', async () => {
+    const out = await prepareTarget();
+    const result = await restore(repo, snapshotId, { target: out, overwrite: 'always' });
+    expect(result).toEqual({ filesRestored: 4, filesSkipped: 0, sizeBytes: 14 });
+    expect(await describeTree(out)).toEqual(await describeTree(src));
+  });
+
+  it('leaves no temp files behind', async () => {
+    const out = await prepareTarget();
+    await restore(repo, snapshotId, { target: out, overwrite: 'always' });
+    const names = [...(await readdir(out, { recursive: true }))];
+    expect(names.filter((n) => n.includes('.restore-'))).toEqual([]);
+  });
+});
+
+it('reports restore progress up to the totals', async () => {
+  const seen: { filesDone: number; bytesDone: number }[] = [];
+  await restore(repo, snapshotId, { target: join(dir, 'out'), overwrite: 'never', onProgress: (p) => seen.push(p) });
+  expect(seen.at(-1)).toEqual({ filesDone: 4, filesTotal: 4, bytesDone: 14, bytesTotal: 14 });
+});

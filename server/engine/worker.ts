@@ -1,0 +1,59 @@
+import { parentPort } from 'node:worker_threads';
+import { decodeBlob, encodeBlob } from './blob.ts';
+import type { BlobRef } from './blob.ts';
+import type { MasterKey } from './crypto.ts';
+import { EngineError } from './errors.ts';
+import type { CompressionCode } from './types.ts';
+
+/** Worker side of pool.ts: keyed hashing, compression and encryption of chunks, and the reverse. */
+export type WorkerRequest =
+  | { type: 'key'; ref: number; encryption: Uint8Array; chunkId: Uint8Array }
+  | { type: 'forget'; ref: number }
+  | { type: 'encode'; seq: number; ref: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; items: Uint8Array[] }
+  | { type: 'decode'; seq: number; ref: number; items: { ref: BlobRef; data: Uint8Array }[] };
+
+const keys = new Map<number, MasterKey>();
+
+/** A view that owns its whole ArrayBuffer can be transferred; anything else (pooled Buffers) is copied. */
+function own(data: Uint8Array): Uint8Array {
+  return data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer ? data : new Uint8Array(data);
+}
+
+parentPort!.on('message', (msg: WorkerRequest) => {
+  if (msg.type === 'key') {
+    keys.set(msg.ref, { encryption: Buffer.from(msg.encryption), chunkId: Buffer.from(msg.chunkId) });
+    return;
+  }
+  if (msg.type === 'forget') {
+    keys.delete(msg.ref);
+    return;
+  }
+  const key = keys.get(msg.ref);
+  if (!key) {
+    parentPort!.postMessage({ seq: msg.seq, error: { code: 'INTERNAL_ERROR', message: 'unknown key reference' } });
+    return;
+  }
+  if (msg.type === 'encode') {
+    const transfer: ArrayBuffer[] = [];
+    const results = msg.items.map((plain) => {
+      const blob = encodeBlob(key, plain, msg.comp, msg.level, msg.encrypt);
+      const data = own(blob.data);
+      transfer.push(data.buffer as ArrayBuffer);
+      return { ...blob, data };
+    });
+    parentPort!.postMessage({ seq: msg.seq, results }, transfer);
+    return;
+  }
+  const transfer: ArrayBuffer[] = [];
+  const results = msg.items.map(({ ref, data }) => {
+    try {
+      const plain = own(decodeBlob(key, ref, data));
+      transfer.push(plain.buffer as ArrayBuffer);
+      return { data: plain };
+    } catch (err) {
+      const e = err instanceof EngineError ? err : new EngineError('CORRUPT_DATA', String(err));
+      return { error: { code: e.code, message: e.message } };
+    }
+  });
+  parentPort!.postMessage({ seq: msg.seq, results }, transfer);
+});
