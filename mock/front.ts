@@ -1,0 +1,122 @@
+/**
+ * The mock's public listener, a thin pass-through to Prism on an internal loopback port that
+ * does two things Prism cannot be configured to do:
+ * - completes `Prefer: example=<name>` with the status code owning that example (prefer.ts);
+ * - answers a request that fails validation the way the server does (400 VALIDATION_ERROR in
+ *   the envelope, one entry per problem in details.errors), where Prism would pick the
+ *   operation's first 422 example (e.g. INVALID_SOURCE for a missing field).
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { preferWithCode, indexExamples } from './prefer.ts';
+import type { MockableDocument } from './document.ts';
+
+export interface Front {
+  origin: string;
+  close(): Promise<void>;
+}
+
+interface Violation {
+  location?: unknown[];
+  code?: unknown;
+  message?: string;
+}
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/** Request violations Prism reported, security (401) and content-type (415) ones excepted. */
+function requestViolations(answer: IncomingMessage): Violation[] {
+  const raw = header(answer.headers['sl-violations']);
+  if (!raw || (answer.statusCode !== 400 && answer.statusCode !== 422)) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(parsed)) return [];
+  const violations = parsed as Violation[];
+  if (violations.some((v) => v.code === 401 || v.code === 415)) return [];
+  return violations.filter((v) => Array.isArray(v.location) && v.location[0] === 'request');
+}
+
+function sendValidationError(req: IncomingMessage, res: ServerResponse, violations: Violation[], raw: string): void {
+  const supplied = header(req.headers['x-request-id']);
+  const requestId = supplied && SAFE_REQUEST_ID.test(supplied) ? supplied : `req_${randomBytes(13).toString('hex')}`;
+  const errors = violations.map((v) => ({
+    path: (v.location ?? []).slice(1).map(String).join('.'),
+    message: v.message ?? 'is not valid',
+  }));
+  const body = JSON.stringify({
+    success: false,
+    error: { code: 'VALIDATION_ERROR', message: 'The request is not valid.', details: { errors } },
+    meta: { request_id: requestId, timestamp: new Date().toISOString() },
+  });
+  res.writeHead(400, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'x-request-id': requestId,
+    'access-control-allow-origin': header(req.headers.origin) ?? '*',
+    'access-control-expose-headers': '*',
+    // Prism's own report, kept for debugging.
+    'sl-violations': raw,
+  });
+  res.end(body);
+}
+
+export async function startFront(
+  doc: MockableDocument,
+  upstream: { host: string; port: number },
+  listen: { host: string; port: number },
+): Promise<Front> {
+  const index = indexExamples(doc);
+  const server: Server = createServer((req, res) => {
+    const headers = { ...req.headers };
+    const asked = header(req.headers.prefer);
+    const pathname = new URL(req.url ?? '/', 'http://mock.invalid').pathname;
+    const prefer = preferWithCode(index, req.method ?? 'GET', pathname, asked);
+    if (prefer !== undefined) headers.prefer = prefer;
+    // A caller who named a status or example gets exactly what Prism picks.
+    const chosen = asked !== undefined && /(?:^|[\s,;])(code|example)=/.test(asked);
+    const forward = httpRequest(
+      { host: upstream.host, port: upstream.port, method: req.method, path: req.url, headers },
+      (answer) => {
+        const violations = chosen ? [] : requestViolations(answer);
+        if (violations.length > 0) {
+          answer.resume();
+          sendValidationError(req, res, violations, header(answer.headers['sl-violations']) ?? '[]');
+          return;
+        }
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    forward.on('error', () => {
+      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
+      res.end('mock upstream failed');
+    });
+    req.pipe(forward);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(listen.port, listen.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { address, port } = server.address() as AddressInfo;
+  const host = address.includes(':') ? `[${address}]` : address;
+  return {
+    origin: `http://${host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
