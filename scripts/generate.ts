@@ -58,7 +58,9 @@ export async function generateAll(root: string): Promise<Map<string, string>> {
 async function addApi(files: Map<string, string>, api: Api, doc: OpenApiDocument): Promise<void> {
   const from = api.source;
   files.set(`${api.name}.openapi.json`, json(doc));
-  files.set(`${api.name}.openapi.yaml`, yamlHeader(from) + stringify(doc, { lineWidth: 0, aliasDuplicateObjects: false }));
+  // YAML 1.1 quoting: strings such as timestamps or `yes` stay strings for 1.1 parsers (js-yaml) too.
+  const yaml = stringify(doc, { version: '1.1', lineWidth: 0, aliasDuplicateObjects: false });
+  files.set(`${api.name}.openapi.yaml`, yamlHeader(from) + yaml);
   const oas30 = new Converter(structuredClone(doc), { verbose: false, deleteExampleWithId: false, allOfTransform: false }).convert();
   files.set(`${api.name}.openapi-3.0.json`, json(finishOas30(oas30)));
   files.set(`${api.name}-types.ts`, tsHeader(from) + (await typesFor(doc)));
@@ -99,4 +101,9 @@ async function main(): Promise<void> {
   console.log(`Wrote ${files.size} files to ${shown}.`);
 }
 
-if (import.meta.main) await main();
+if (import.meta.main) {
+  await main().catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exitCode = 1;
+  });
+}

@@ -7,6 +7,8 @@ const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'tr
 
 export interface OperationRow {
   operationId: string;
+  /** `<status> <header>` of every declared response header that is not `required: true`. */
+  optionalHeaders: string[];
   method: (typeof METHODS)[number];
   path: string;
   expressPath: string;
@@ -18,6 +20,35 @@ interface OperationObject {
   operationId?: string;
   summary?: string;
   security?: Record<string, unknown>[];
+  responses?: Record<string, unknown>;
+}
+
+type Node = Record<string, unknown>;
+const isObject = (v: unknown): v is Node => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Follows a local `#/...` $ref of the bundle. */
+function deref(doc: OpenApiDocument, node: unknown): unknown {
+  if (!isObject(node) || typeof node.$ref !== 'string' || !node.$ref.startsWith('#/')) return node;
+  const target = node.$ref
+    .slice(2)
+    .split('/')
+    .reduce<unknown>((cur, part) => (isObject(cur) ? cur[part.replace(/~1/g, '/').replace(/~0/g, '~')] : undefined), doc);
+  return deref(doc, target);
+}
+
+// openapi-typescript marks a $ref'd response header required whatever its `required` says, so
+// the handler table takes optionality from the document itself.
+function optionalHeaders(doc: OpenApiDocument, op: OperationObject): string[] {
+  const out: string[] = [];
+  for (const [status, ref] of Object.entries(op.responses ?? {})) {
+    const response = deref(doc, ref);
+    if (!isObject(response) || !isObject(response.headers)) continue;
+    for (const [name, header] of Object.entries(response.headers)) {
+      const resolved = deref(doc, header);
+      if (isObject(resolved) && resolved.required !== true) out.push(`${status} ${name}`);
+    }
+  }
+  return out;
 }
 
 /** Every operation of a bundled document, in document order. */
@@ -30,7 +61,7 @@ export function operationRows(doc: OpenApiDocument): OperationRow[] {
       if (!op) continue;
       if (!op.operationId) throw new Error(`${method.toUpperCase()} ${path} has no operationId`);
       const security = [...new Set((op.security ?? globalSecurity).flatMap((req) => Object.keys(req)))];
-      rows.push({ operationId: op.operationId, method, path, expressPath: expressPath(path), security, summary: op.summary ?? '' });
+      rows.push({ operationId: op.operationId, optionalHeaders: optionalHeaders(doc, op), method, path, expressPath: expressPath(path), security, summary: op.summary ?? '' });
     }
   }
   return rows;
@@ -65,7 +96,7 @@ export function handlerTable(api: Api, doc: OpenApiDocument, header: string): st
     `export interface ${T}Operations {`,
     ...rows.flatMap((r) => [
       `  /** ${r.method.toUpperCase()} ${r.path}${r.summary ? ` — ${comment(r.summary)}` : ''} */`,
-      `  ${key(r.operationId)}: { request: RequestOf<operations[${q(r.operationId)}]>; response: ResponseOf<operations[${q(r.operationId)}]> };`,
+      `  ${key(r.operationId)}: { request: RequestOf<operations[${q(r.operationId)}]>; response: ResponseOf<operations[${q(r.operationId)}]${r.optionalHeaders.length ? `, ${r.optionalHeaders.map(q).join(' | ')}` : ''}> };`,
     ]),
     '}',
     '',
@@ -142,18 +173,24 @@ export type RequestOf<Op extends Operation> = {
   body: BodyOf<Op>;
 };
 
-type HeadersOf<R> = R extends { headers: infer H }
-  ? Simplify<Omit<Declared<H>, HttpLayerHeader> & Partial<Pick<Declared<H>, Extract<keyof Declared<H>, HttpLayerHeader>>>>
+/** Declared response headers; those in \`Optional\` may be left out. */
+type HeadersOf<R, Optional extends PropertyKey> = R extends { headers: infer H }
+  ? Simplify<Omit<Declared<H>, Optional> & Partial<Pick<Declared<H>, Extract<keyof Declared<H>, Optional>>>>
   : Record<string, never>;
+/** Header names of \`<status> <name>\` entries for status S. */
+type OptionalAt<U extends string, S> = U extends \`\${S & (string | number)} \${infer N}\` ? N : never;
 
 type Status<S> = S extends number ? S : S extends \`\${infer N extends number}\` ? N : number;
 
-/** What a handler returns: one member per declared status, with that status's body and headers. */
-export type ResponseOf<Op extends Operation> = {
+/**
+ * What a handler returns: one member per declared status, with that status's body and headers.
+ * \`Optional\` lists \`<status> <header>\` for the headers the spec does not mark required.
+ */
+export type ResponseOf<Op extends Operation, Optional extends string = never> = {
   [S in keyof Op['responses']]: {
     status: Status<S>;
     body: Json<Op['responses'][S]>;
-    headers: HeadersOf<Op['responses'][S]>;
+    headers: HeadersOf<Op['responses'][S], HttpLayerHeader | OptionalAt<Optional, S>>;
   };
 }[keyof Op['responses']];
 `;

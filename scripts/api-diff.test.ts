@@ -1,0 +1,94 @@
+// The breaking-change check: the current documents against the released baseline (this is how
+// `npm test` runs it), and proof that it fails on breaking changes and passes on additions.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { diffDocuments, releasedDir } from './api-diff.ts';
+import { projectRoot, type OpenApiDocument } from './gen/apis.ts';
+
+type Node = Record<string, unknown>;
+
+let tmp: string;
+let baseline: string;
+let released: OpenApiDocument;
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'api-diff-test-'));
+  baseline = join(releasedDir, 'backup.openapi.json');
+  released = JSON.parse(await readFile(baseline, 'utf8')) as OpenApiDocument;
+});
+afterAll(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+/** Writes a changed copy of the released Backup API and diffs it against the baseline. */
+async function diffChanged(name: string, change: (doc: OpenApiDocument) => void) {
+  const doc = structuredClone(released);
+  change(doc);
+  const file = join(tmp, `${name}.json`);
+  await writeFile(file, JSON.stringify(doc, null, 2));
+  return diffDocuments(baseline, file);
+}
+
+/** The createBackup request body schema, followed through its $ref to the component. */
+function createBackupBody(doc: OpenApiDocument): { required?: string[]; properties: Node } {
+  const post = doc.paths['/backup']?.post as { requestBody: { content: Record<string, { schema: Node }> } };
+  let schema: Node = post.requestBody.content['application/json']?.schema as Node;
+  while (typeof schema.$ref === 'string') {
+    const name = schema.$ref.split('/').pop() as string;
+    schema = (doc.components as { schemas: Record<string, Node> }).schemas[name] as Node;
+  }
+  return schema as { required?: string[]; properties: Node };
+}
+
+describe('npm run diff:api', () => {
+  it('passes for the current documents against openapi/released/', async () => {
+    const result = await new Promise<{ code: number; out: string }>((done) => {
+      execFile(process.execPath, [join(projectRoot, 'scripts/api-diff.ts')], { cwd: projectRoot }, (err, stdout, stderr) =>
+        done({ code: err ? 1 : 0, out: stdout + stderr }),
+      );
+    });
+    expect(result.out).toMatch(/backup@v1: .*: ok/);
+    expect(result.out).toMatch(/tools@v1: .*: ok/);
+    expect(result.code).toBe(0);
+  });
+});
+
+describe('diffDocuments', () => {
+  it('fails when an operation is removed', async () => {
+    const result = await diffChanged('removed-operation', (doc) => {
+      delete doc.paths['/backup/{id}/cancel'];
+    });
+    expect(result.ok).toBe(false);
+    expect(result.breaking.map((b) => b.message).join('\n')).toMatch(/\/backup\/\{id\}\/cancel/);
+  });
+
+  it('fails when a request field becomes required', async () => {
+    const result = await diffChanged('newly-required', (doc) => {
+      const body = createBackupBody(doc);
+      expect(body.required ?? []).not.toContain('destination');
+      body.required = [...(body.required ?? []), 'destination'];
+    });
+    expect(result.ok).toBe(false);
+    expect(result.breaking.map((b) => b.message).join('\n')).toMatch(/destination/);
+  });
+
+  it('passes when an optional request field is added', async () => {
+    const result = await diffChanged('optional-field', (doc) => {
+      createBackupBody(doc).properties.label = { type: 'string', maxLength: 100, description: 'A name for the backup.' };
+    });
+    expect(result.breaking).toEqual([]);
+    expect(result.bump).toBe('minor');
+    expect(result.ok).toBe(true);
+  });
+
+  it('passes a breaking change when the major of info.version was raised', async () => {
+    const result = await diffChanged('new-major', (doc) => {
+      delete doc.paths['/backup/{id}/cancel'];
+      doc.info.version = `${Number.parseInt(released.info.version, 10) + 1}.0.0`;
+    });
+    expect(result.breaking.length).toBeGreaterThan(0);
+    expect(result.ok).toBe(true);
+  });
+});
