@@ -1,0 +1,61 @@
+/** The typed Backup API client: openapi-fetch over the generated `paths`, with tokens, retries and timeouts. */
+import createClient, { type Client } from 'openapi-fetch';
+import type { paths } from '../generated/backup-types.ts';
+import { ApiClientError } from './errors.ts';
+import { createTokenSource } from './token.ts';
+import { createTransport, type FetchFunction, type RetryEvent } from './transport.ts';
+import type { RetryOptions } from './retry.ts';
+
+export type BackupPaths = paths;
+
+export interface BackupClientOptions {
+  /** The API's server URL, path included: e.g. http://localhost:8080/api/v1 (mock: http://127.0.0.1:4010/api/v1). */
+  baseUrl: string;
+  apiKey: string;
+  secret: string;
+  /** Timeout of each HTTP attempt in ms (default 30 000). */
+  timeoutMs?: number;
+  retry?: RetryOptions;
+  /** Renew the token this long before it expires, in ms (default 60 000). */
+  refreshMarginMs?: number;
+  /** The fetch to send with (default globalThis.fetch). */
+  fetch?: FetchFunction;
+  onRetry?: (event: RetryEvent) => void;
+}
+
+export type BackupClient = Client<paths> & {
+  /** The token in use, if one was obtained (for diagnostics). */
+  currentToken(): string | undefined;
+};
+
+/** Operations without authentication (the spec's `security: []`). */
+export const PUBLIC_PATHS = ['/auth/token', '/status'];
+
+/** POSTs that are safe to repeat after a timeout or a dropped connection: a token request and a cancel. */
+const SAFE_POSTS = [/\/auth\/token$/, /\/backup\/[^/]+\/cancel$/];
+
+export function createBackupClient(options: BackupClientOptions): BackupClient {
+  const base = new URL(options.baseUrl.replace(/\/+$/, '') + '/');
+  const relative = (url: URL): string => '/' + url.pathname.slice(base.pathname.length);
+  const tokens = createTokenSource({
+    needsToken: (url) => !PUBLIC_PATHS.includes(relative(url)),
+    refreshMarginMs: options.refreshMarginMs,
+    obtain: async () => {
+      const { data } = await client.POST('/auth/token', { body: { api_key: options.apiKey, secret: options.secret } });
+      if (!data) throw new ApiClientError({ status: 0, code: 'UNEXPECTED_RESPONSE', message: 'Empty token answer.' });
+      return data.data;
+    },
+  });
+  const client = createClient<paths>({
+    baseUrl: options.baseUrl,
+    fetch: createTransport({
+      fetch: options.fetch,
+      timeoutMs: options.timeoutMs,
+      retry: options.retry,
+      safePosts: SAFE_POSTS,
+      auth: tokens,
+      onRetry: options.onRetry,
+    }),
+  });
+  return Object.assign(client, { currentToken: () => tokens.current() });
+}
