@@ -17,6 +17,7 @@ export interface DiffVerdict {
   ruleId: string;
   impact: 'major' | 'minor' | 'patch';
   message: string;
+  location?: { pointer?: string };
 }
 
 export interface DiffResult {
@@ -78,13 +79,14 @@ async function main(): Promise<void> {
       const current = join(dir, `${api.name}.openapi.json`);
       await writeFile(current, JSON.stringify(doc));
       const result = await diffDocuments(released, current);
-      const head = `${api.alias}: ${result.baseVersion} → ${result.revisionVersion}, changes need a ${result.bump} release`;
+      const changes = result.bump === 'none' ? 'no changes' : `changes need a ${result.bump} release`;
+      const head = `${api.alias}: ${result.baseVersion} → ${result.revisionVersion}, ${changes}`;
       if (result.ok) {
         console.log(`${head}${result.breaking.length ? ` (${result.breaking.length} breaking, major raised)` : ''}: ok`);
         continue;
       }
       console.error(`${head}; breaking changes without a new major version:`);
-      for (const v of result.breaking) console.error(`  ✖ ${v.message} (${v.ruleId})`);
+      for (const v of result.breaking) console.error(`  ✖ ${v.message} (${v.ruleId}) at ${v.location?.pointer ?? '?'}`);
       process.exitCode = 1;
     }
   } finally {

@@ -115,7 +115,6 @@ const todo = async (): Promise<never> => {
 };
 const meta = { request_id: 'req_01M7W3SPMP08FJXSQRV156TH45', timestamp: '2026-11-21T05:00:00.000Z' };
 const status = { status: 'ok', version: '1.0.0', uptime_seconds: 60, time: meta.timestamp, checks: { database: { status: 'ok', latency_ms: 1 }, storage: { status: 'ok', latency_ms: 2 } }, jobs: { queued: 0, running: 1 } } as const;
-export const tools: ToolsHandlers<null> = { checkSite: todo, getIpInfo: todo, subscribeNewsletter: todo, submitContact: todo };
 `;
   const rest = 'createToken: todo, listBackups: todo, cancelBackup: todo, createRestore: todo, getRestore: todo, listFiles: todo,';
   const createBackup = `createBackup: async (req, ctx) => {
@@ -131,7 +130,15 @@ export const tools: ToolsHandlers<null> = { checkSite: todo, getIpInfo: todo, su
     headers: {},
   }),`;
   const getStatus = `getStatus: async () => ({ status: 200, body: { success: true, data: status, meta }, headers: {} }),`;
-  const server = (...handlers: string[]): string => `export const backup: BackupHandlers<{ id: string }> = {\n  ${rest}\n  ${handlers.join('\n  ')}\n};\n`;
+  const submitContact = `submitContact: async (req) => {
+    const type: 'general' | 'sales' | 'support' | 'feedback' | 'report-issue' = req.params.type;
+    const email: string = req.body.email;
+    void email;
+    return { status: 201, body: { success: true, data: { id: 'msg_01M7W3SPMRMFAYEKW7NHTX8GH8', type, received_at: meta.timestamp }, meta }, headers: {} };
+  },`;
+  const server = (...handlers: string[]): string =>
+    `export const backup: BackupHandlers<{ id: string }> = {\n  ${rest}\n  ${handlers.join('\n  ')}\n};\n` +
+    `export const tools: ToolsHandlers<null> = { checkSite: todo, getIpInfo: todo, subscribeNewsletter: todo, ${submitContact} };\n`;
 
   const cases: Record<string, { source: string; error?: RegExp }> = {
     'good.ts': { source: server(createBackup, getBackup, getStatus) },
@@ -143,6 +150,10 @@ export const tools: ToolsHandlers<null> = { checkSite: todo, getIpInfo: todo, su
     'undeclared-status.ts': { source: server(createBackup, getBackup, getStatus.replace('status: 200', 'status: 201')), error: /TS2322: .*'201' is not assignable/s },
     'wrong-error-code.ts': { source: server(createBackup, getStatus, getBackup.replace("'BACKUP_NOT_FOUND'", "'NO_SUCH_BACKUP'")), error: /TS2322: .*"NO_SUCH_BACKUP"/s },
     'missing-header.ts': { source: server(createBackup.replace('headers: { Location: location }', 'headers: {}'), getBackup, getStatus), error: /error TS\d+: .*Property 'Location' is missing/s },
+    'tools-wrong-status.ts': {
+      source: server(createBackup, getBackup, getStatus).replace('status: 201, body', 'status: 200, body'),
+      error: /TS2322: .*'200' is not assignable/s,
+    },
     'undeclared-param.ts': { source: server(createBackup, getStatus, getBackup.replace('req.params.id}.`', 'req.params.backupId}.`')), error: /TS2339: Property 'backupId' does not exist/ },
   };
 

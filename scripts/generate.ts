@@ -63,7 +63,7 @@ async function addApi(files: Map<string, string>, api: Api, doc: OpenApiDocument
   files.set(`${api.name}.openapi.yaml`, yamlHeader(from) + yaml);
   const oas30 = new Converter(structuredClone(doc), { verbose: false, deleteExampleWithId: false, allOfTransform: false }).convert();
   files.set(`${api.name}.openapi-3.0.json`, json(finishOas30(oas30)));
-  files.set(`${api.name}-types.ts`, tsHeader(from) + (await typesFor(doc)));
+  files.set(`${api.name}-types.ts`, `${tsHeader(from)}\n${await typesFor(doc)}`);
   files.set(`${api.name}-handlers.ts`, handlerTable(api, doc, tsHeader(from)));
 }
 
