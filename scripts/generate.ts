@@ -28,6 +28,26 @@ so this note stands for them.
 - \`<api>.openapi-3.0.json\`: the bundle down-converted to OpenAPI 3.0 for Dredd
 - \`<api>-types.ts\`: openapi-typescript types (\`paths\`, \`components\`, \`operations\`)
 - \`<api>-handlers.ts\` + \`handler-types.ts\`: the typed handler table the server implements
+
+## The handler table
+
+\`\`\`ts
+import { backupBasePath, backupOperations, type BackupHandlers, type BackupOperations } from '../generated/backup-handlers.ts';
+
+type Op = BackupOperations['getBackup'];
+// req: { params: { id }, query, headers (lower-case names), body }, validated against the spec.
+async function getBackup(req: Op['request'], ctx: Ctx): Promise<Op['response']> {
+  return { status: 200, body: { success: true, data: job, meta }, headers: {} };
+}
+const handlers: BackupHandlers<Ctx> = { getBackup /* , every other operationId */ };
+for (const [id, op] of Object.entries(backupOperations)) {
+  app[op.method](backupBasePath + op.expressPath, route(handlers[id as keyof typeof handlers]));
+}
+\`\`\`
+
+A response is one member of a union over the statuses the spec declares, with that status's
+body and headers. Headers the spec does not mark required, and those the HTTP layer sets on
+every response (\`X-Request-Id\`, rate-limit headers, \`Retry-After\`), are optional.
 `;
 
 async function typesFor(doc: OpenApiDocument): Promise<string> {
