@@ -23,10 +23,14 @@ function isValidatorError(err: unknown): err is ValidatorError {
   return err instanceof Error && typeof (err as ValidatorError).status === 'number' && Array.isArray((err as ValidatorError).errors);
 }
 
-/** express-openapi-validator paths look like "/body/options/compression" or ".body.source". */
+/**
+ * express-openapi-validator paths ("/body/options/compression", ".body.source", "/params/id") as
+ * the contract's JSON Pointers into the request: /body/…, /query/…, /path/…, /header/….
+ */
 function problemPath(path: string | undefined): string {
-  if (!path) return '';
-  return path.replace(/^\./, '/').replace(/\./g, '/');
+  if (!path) return '/';
+  const pointer = path.startsWith('.') ? path.replace(/\./g, '/') : path;
+  return pointer.replace(/^\/params(?=\/|$)/, '/path').replace(/^\/headers(?=\/|$)/, '/header');
 }
 
 function fromBodyParser(err: BodyParserError): ApiError | null {

@@ -1,0 +1,220 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { join } from 'node:path';
+import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
+import type { Logger } from 'pino';
+import { backupBasePath, backupOperations } from '../generated/backup-handlers.ts';
+import { toolsBasePath, toolsOperations } from '../generated/tools-handlers.ts';
+import { ensureStartupKey, type StartupKeyOutcome } from './auth/api-keys.ts';
+import { authenticate } from './auth/authenticate.ts';
+import { TokenService } from './auth/tokens.ts';
+import { backupHandlers } from './backup-api/index.ts';
+import type { Config } from './config.ts';
+import type { RequestContext, Services } from './context.ts';
+import { clientAddress, clientKey } from './http/client-address.ts';
+import { ApiError } from './http/errors.ts';
+import { errorHandler } from './http/error-handler.ts';
+import { jsonBody } from './http/json-body.ts';
+import { authOf, maybeAuthOf, requestIdOf } from './http/locals.ts';
+import { createLogger, requestLogger } from './http/logger.ts';
+import { GENERATED_DIR, loadDocument, mergeDocuments, openApiValidator } from './http/openapi.ts';
+import { handlerRoute } from './http/operation-route.ts';
+import { failureLimit, rateLimit } from './http/rate-limit.ts';
+import { requestId } from './http/request-id.ts';
+import { routeGuard } from './http/route-guard.ts';
+import { JobQueue } from './jobs/queue.ts';
+import { repositoryLockKey, repositorySecret } from './jobs/repositories.ts';
+import { createJobRunner } from './jobs/runners.ts';
+import { HOUR_MS, MINUTE_MS, planLimit, TOOL_LIMITS } from './ratelimit/limits.ts';
+import { MemoryRateLimitStore, type RateLimitStore } from './ratelimit/store.ts';
+import { loadOrCreateSecret } from './secrets.ts';
+import { Store } from './store/index.ts';
+import { toolsHandlers } from './tools-api/index.ts';
+import { targetPolicy } from './tools-api/net/target-policy.ts';
+
+/** POST /auth/token per client address per hour, and failed authentications among them (contract). */
+const TOKEN_REQUESTS_PER_HOUR = 60;
+const AUTH_FAILURES_PER_HOUR = 30;
+
+export interface AppOptions {
+  logger?: Logger;
+  /** Where the bundled OpenAPI documents are read from (default generated/). */
+  specDir?: string;
+  /** Check-site overrides for tests (a resolver, a CA); the policy follows the config. */
+  siteCheck?: Partial<Services['siteCheck']>;
+  rateLimitStore?: RateLimitStore;
+}
+
+export interface BackupServiceApp {
+  app: Express;
+  services: Services;
+  /** What start-up did about keys: the caller prints a new development key once. */
+  startupKey: StartupKeyOutcome;
+  recovered: { interrupted: string[]; requeued: number };
+  listen(port?: number, host?: string): Promise<Server>;
+  /** Graceful stop: refuse new requests, let running ones finish, interrupt jobs, close the database. */
+  close(): Promise<void>;
+}
+
+function packageVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return '0.0.0';
+  }
+}
+
+export async function createApp(config: Config, options: AppOptions = {}): Promise<BackupServiceApp> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const store = Store.open(config.dataDir);
+  const tokens = new TokenService(loadOrCreateSecret(config.dataDir, 'token-signing-key', 32));
+  const startupKey = await ensureStartupKey(store, config.bootstrap);
+
+  const run = createJobRunner({
+    store,
+    dataDir: config.dataDir,
+    allowedRoots: config.allowedRoots,
+    secret: repositorySecret(config.dataDir, config.repositoryPassword),
+    logger,
+  });
+  const queue = new JobQueue({ store, run, logger, concurrency: config.jobConcurrency });
+  const recovery = store.jobs.recover();
+  for (const { kind, id } of recovery.queued) {
+    const job = kind === 'backup' ? store.jobs.getBackup(id) : store.jobs.getRestore(id);
+    if (!job) continue;
+    const destination = 'destination' in job ? job.destination : (store.jobs.getBackup(job.backupId)?.destination ?? 'cloud');
+    queue.enqueue(kind, id, repositoryLockKey(job.accountId, destination));
+  }
+  if (recovery.interrupted.length || recovery.queued.length) {
+    logger.warn({ interrupted: recovery.interrupted, requeued: recovery.queued.length }, 'recovered jobs left by the previous run');
+  }
+
+  const services: Services = {
+    config,
+    store,
+    tokens,
+    queue,
+    logger,
+    startedAt: Date.now(),
+    version: packageVersion(),
+    siteCheck: { policy: targetPolicy({ allowPrivate: config.checkSiteAllowPrivate }), ...options.siteCheck },
+  };
+
+  const specDir = options.specDir ?? GENERATED_DIR;
+  const merged = mergeDocuments([
+    { doc: loadDocument(specDir, 'backup'), basePath: backupBasePath },
+    { doc: loadDocument(specDir, 'tools'), basePath: toolsBasePath },
+  ]);
+  const validator = openApiValidator(merged, config.validateResponses);
+  const limits = options.rateLimitStore ?? new MemoryRateLimitStore();
+  const limited = (handler: RequestHandler): RequestHandler[] => (config.rateLimitsEnabled ? [handler] : []);
+  const authFailures = rateLimit({ store: limits, name: 'auth-failures', key: clientKey, limit: AUTH_FAILURES_PER_HOUR, windowMs: HOUR_MS });
+  const bearer = authenticate(tokens, store, config.rateLimitsEnabled ? authFailures : undefined);
+  const accountLimit = rateLimit({
+    store: limits,
+    name: 'account',
+    key: (_req, res) => authOf(res).accountId,
+    limit: (_req, res) => planLimit(authOf(res).plan),
+    windowMs: HOUR_MS,
+  });
+  const toolLimit = (name: string, limit: number): RequestHandler =>
+    rateLimit({ store: limits, name: `tools-${name}`, key: clientKey, limit, windowMs: MINUTE_MS });
+
+  const context = (req: Request, res: Response): RequestContext => ({
+    requestId: requestIdOf(res),
+    auth: maybeAuthOf(res),
+    clientIp: clientAddress(req),
+    userAgent: req.get('user-agent') ?? null,
+    services,
+  });
+
+  let shuttingDown = false;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', config.trustProxy);
+  app.set('case sensitive routing', true);
+  app.set('strict routing', true);
+  app.set('etag', false);
+
+  app.use(requestId());
+  app.use(requestLogger(logger));
+  app.use((_req, res, next) => {
+    res.setHeader('Cache-Control', 'no-store');
+    if (shuttingDown) {
+      res.setHeader('Connection', 'close');
+      next(new ApiError('SERVICE_UNAVAILABLE', 'The server is shutting down; retry shortly.', {}, { 'Retry-After': '5' }));
+      return;
+    }
+    next();
+  });
+  app.use(
+    routeGuard([
+      ...Object.values(backupOperations).map((op) => ({ method: op.method, path: backupBasePath + op.path })),
+      ...Object.values(toolsOperations).map((op) => ({ method: op.method, path: toolsBasePath + op.path })),
+    ]),
+  );
+
+  const body = jsonBody();
+  for (const [operationId, op] of Object.entries(backupOperations)) {
+    const chain: RequestHandler[] = [];
+    if (operationId === 'createToken') {
+      chain.push(
+        ...limited(rateLimit({ store: limits, name: 'auth-token', key: clientKey, limit: TOKEN_REQUESTS_PER_HOUR, windowMs: HOUR_MS })),
+        ...limited(failureLimit({ store: limits, name: 'auth-failures', key: clientKey, limit: AUTH_FAILURES_PER_HOUR, windowMs: HOUR_MS })),
+      );
+    } else if (op.security.length > 0) {
+      chain.push(bearer, ...limited(accountLimit));
+    }
+    const handler = backupHandlers[operationId as keyof typeof backupHandlers];
+    app[op.method](backupBasePath + op.expressPath, ...chain, ...body, ...validator, handlerRoute(handler, context));
+  }
+  const toolLimits: Record<keyof typeof toolsOperations, number> = {
+    checkSite: TOOL_LIMITS.checkSite,
+    getIpInfo: TOOL_LIMITS.ipInfo,
+    subscribeNewsletter: TOOL_LIMITS.newsletter,
+    submitContact: TOOL_LIMITS.contacts,
+  };
+  for (const [operationId, op] of Object.entries(toolsOperations)) {
+    const id = operationId as keyof typeof toolsOperations;
+    app[op.method](
+      toolsBasePath + op.expressPath,
+      ...limited(toolLimit(id, toolLimits[id])),
+      ...body,
+      ...validator,
+      handlerRoute(toolsHandlers[id], context),
+    );
+  }
+  app.use((_req, _res, next) => next(new ApiError('NOT_FOUND', 'No such resource.')));
+  app.use(errorHandler(logger));
+
+  let server: Server | undefined;
+  return {
+    app,
+    services,
+    startupKey,
+    recovered: { interrupted: recovery.interrupted, requeued: recovery.queued.length },
+    listen(port = config.port, host = config.host) {
+      return new Promise((resolve, reject) => {
+        const done = (err?: Error): void => (err ? reject(err) : resolve(s));
+        const s = host ? app.listen(port, host, done) : app.listen(port, done);
+        server = s;
+      });
+    },
+    async close() {
+      if (shuttingDown) return;
+      shuttingDown = true;
+      const closed = server
+        ? new Promise<void>((resolve) => {
+            server!.close(() => resolve());
+            server!.closeIdleConnections();
+          })
+        : Promise.resolve();
+      await queue.close();
+      const timer = setTimeout(() => server?.closeAllConnections(), config.shutdownTimeoutMs);
+      await closed;
+      clearTimeout(timer);
+      store.close();
+    },
+  };
+}

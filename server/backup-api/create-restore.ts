@@ -1,0 +1,71 @@
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { BackupOperations } from '../../generated/backup-handlers.ts';
+import { confine } from '../allowed-roots.ts';
+import { accountOf, type RequestContext } from '../context.ts';
+import { successBody } from '../http/envelope.ts';
+import { ApiError } from '../http/errors.ts';
+import { newId } from '../ids.ts';
+import { repositoryLockKey } from '../jobs/repositories.ts';
+import { backupNotFound } from './get-backup.ts';
+import { preferWait } from './prefer-wait.ts';
+import { presentRestore } from './present.ts';
+
+type Op = BackupOperations['createRestore'];
+
+/** The nearest directory that exists at or above `path` must be writable for the restore to create it. */
+async function writableDirectoryAtOrAbove(path: string): Promise<boolean> {
+  let current = path;
+  for (;;) {
+    const info = await stat(current).catch(() => null);
+    if (info) {
+      if (!info.isDirectory()) return false;
+      return access(current, constants.W_OK).then(() => true, () => false);
+    }
+    const parent = dirname(current);
+    if (parent === current) return false;
+    current = parent;
+  }
+}
+
+/** POST /restore: checks in the documented order (backup 404/409, roots 403, paths and target 422), then queues. */
+export async function createRestore(req: Op['request'], ctx: RequestContext): Promise<Op['response']> {
+  const { accountId } = accountOf(ctx);
+  const { store, queue, config } = ctx.services;
+  const { backup_id: backupId, target_path: targetPath } = req.body;
+  const paths = req.body.paths ?? null;
+  const overwrite = req.body.overwrite ?? 'never';
+
+  const backup = store.jobs.getBackup(backupId, accountId);
+  if (!backup) throw backupNotFound();
+  if (backup.status !== 'completed') {
+    throw new ApiError('BACKUP_NOT_COMPLETED', `Only completed backups can be restored; this one is ${backup.status}.`, { status: backup.status });
+  }
+  const place = await confine(targetPath, config.allowedRoots);
+  if (!place.allowed) throw new ApiError('TARGET_NOT_ALLOWED', 'The target is outside the allowed restore roots.');
+  for (const p of paths ?? []) {
+    if (!store.files.matches(backupId, p)) {
+      throw new ApiError('INVALID_SOURCE', 'An entry of paths matches nothing in the backup.', { path: p });
+    }
+  }
+  if (place.exists && !place.isDirectory) throw new ApiError('INVALID_TARGET', 'The target exists and is not a directory.', { path: targetPath });
+  if (!(await writableDirectoryAtOrAbove(place.resolved))) {
+    throw new ApiError('INVALID_TARGET', 'The target cannot be created or written.', { path: targetPath });
+  }
+
+  const id = newId('rst');
+  store.jobs.insertRestore({ id, accountId, backupId, targetPath, paths, overwrite });
+  queue.enqueue('restore', id, repositoryLockKey(accountId, backup.destination));
+
+  const wait = preferWait(req.headers.prefer);
+  if (wait !== null && wait > 0) await queue.waitSettled('restore', id, wait * 1000);
+  return {
+    status: 202,
+    headers: {
+      Location: `/api/v1/restore/${id}`,
+      ...(wait !== null ? { 'Preference-Applied': `wait=${wait}` } : {}),
+    },
+    body: successBody(presentRestore(store.jobs.getRestore(id)!), ctx.requestId),
+  };
+}

@@ -1,0 +1,19 @@
+import type { BackupOperations } from '../../generated/backup-handlers.ts';
+import { accountOf, type RequestContext } from '../context.ts';
+import { successBody } from '../http/envelope.ts';
+import { ApiError } from '../http/errors.ts';
+import { presentBackup } from './present.ts';
+
+type Op = BackupOperations['getBackup'];
+
+export function backupNotFound(): ApiError {
+  return new ApiError('BACKUP_NOT_FOUND', 'No backup with this id exists in your account.');
+}
+
+/** GET /backup/{id}: one of the caller's backups; another account's id answers as a missing one. */
+export async function getBackup(req: Op['request'], ctx: RequestContext): Promise<Op['response']> {
+  const { accountId } = accountOf(ctx);
+  const job = ctx.services.store.jobs.getBackup(req.params.id, accountId);
+  if (!job) throw backupNotFound();
+  return { status: 200, headers: {}, body: successBody(presentBackup(job), ctx.requestId) };
+}

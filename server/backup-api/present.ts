@@ -1,0 +1,71 @@
+import type { components } from '../../generated/backup-types.ts';
+import type { BackupJob, FileRecord, RestoreJob } from '../store/index.ts';
+
+type Schemas = components['schemas'];
+
+/** Whole seconds from start to finish, or to now while the job runs; 0 before it starts. */
+export function durationSeconds(job: { startedAt: string | null; finishedAt: string | null }, now = Date.now()): number {
+  if (!job.startedAt) return 0;
+  const end = job.finishedAt ? Date.parse(job.finishedAt) : now;
+  return Math.max(0, Math.round((end - Date.parse(job.startedAt)) / 1000));
+}
+
+function progress(p: BackupJob['progress']): Schemas['JobProgress'] {
+  return { files_done: p.filesDone, files_total: p.filesTotal, bytes_done: p.bytesDone, bytes_total: p.bytesTotal };
+}
+
+export function presentBackup(job: BackupJob): Schemas['BackupJob'] {
+  return {
+    id: job.id,
+    status: job.status,
+    source: job.source,
+    destination: job.destination,
+    options: { compression: job.compression, encryption: job.encryption, deduplication: job.deduplication },
+    files_backed_up: job.filesBackedUp,
+    size_bytes: job.sizeBytes,
+    stored_bytes: job.storedBytes,
+    duration_seconds: durationSeconds(job),
+    progress: progress(job.progress),
+    created_at: job.createdAt,
+    started_at: job.startedAt,
+    finished_at: job.finishedAt,
+    error: job.error,
+  };
+}
+
+export function presentRestore(job: RestoreJob): Schemas['RestoreJob'] {
+  return {
+    id: job.id,
+    backup_id: job.backupId,
+    status: job.status,
+    target_path: job.targetPath,
+    paths: job.paths,
+    overwrite: job.overwrite,
+    files_restored: job.filesRestored,
+    files_skipped: job.filesSkipped,
+    size_bytes: job.sizeBytes,
+    duration_seconds: durationSeconds(job),
+    progress: progress(job.progress),
+    created_at: job.createdAt,
+    started_at: job.startedAt,
+    finished_at: job.finishedAt,
+    error: job.error,
+  };
+}
+
+/** Permission bits and set-id/sticky bits as four octal digits, e.g. "0644". */
+export function octalMode(mode: number): string {
+  return (mode & 0o7777).toString(8).padStart(4, '0');
+}
+
+export function presentFile(f: FileRecord): Schemas['FileEntry'] {
+  return {
+    path: f.path,
+    type: f.type,
+    size_bytes: f.sizeBytes,
+    mode: octalMode(f.mode),
+    modified_at: f.modifiedAt,
+    sha256: f.type === 'file' ? f.sha256 : null,
+    ...(f.type === 'symlink' ? { link_target: f.linkTarget } : {}),
+  };
+}

@@ -1,0 +1,38 @@
+import type { Logger } from 'pino';
+import type { TokenService } from './auth/tokens.ts';
+import type { Config } from './config.ts';
+import { ApiError } from './http/errors.ts';
+import type { AuthContext } from './http/locals.ts';
+import type { JobQueue } from './jobs/queue.ts';
+import type { Store } from './store/index.ts';
+import type { CheckSiteOptions } from './tools-api/net/check-site.ts';
+
+/** The long-lived parts every handler may use. */
+export interface Services {
+  config: Config;
+  store: Store;
+  tokens: TokenService;
+  queue: JobQueue;
+  logger: Logger;
+  /** Epoch ms when the process started serving. */
+  startedAt: number;
+  version: string;
+  /** The check-site policy (public targets only unless CHECK_SITE_ALLOW_PRIVATE) and resolver. */
+  siteCheck: Pick<CheckSiteOptions, 'policy' | 'resolve' | 'ca'>;
+}
+
+/** What a handler knows about the request beyond its validated input. */
+export interface RequestContext {
+  requestId: string;
+  /** Set on operations that need a bearer token (the auth middleware ran before the handler). */
+  auth: AuthContext | undefined;
+  /** The client address (socket, or X-Forwarded-For through trusted proxies only). */
+  clientIp: string;
+  userAgent: string | null;
+  services: Services;
+}
+
+export function accountOf(ctx: RequestContext): AuthContext {
+  if (!ctx.auth) throw new ApiError('UNAUTHORIZED', 'A bearer token is required.');
+  return ctx.auth;
+}
