@@ -4,7 +4,9 @@
  * - completes `Prefer: example=<name>` with the status code owning that example (prefer.ts);
  * - answers a request that fails validation the way the server does (400 VALIDATION_ERROR in
  *   the envelope, one entry per problem in details.errors), where Prism would pick the
- *   operation's first 422 example (e.g. INVALID_SOURCE for a missing field).
+ *   operation's first 422 example (e.g. INVALID_SOURCE for a missing field);
+ * - answers a body that is not JSON (400 INVALID_JSON) or is over 64 KiB (413
+ *   PAYLOAD_TOO_LARGE) in the envelope, where Prism answers its own shapes.
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -45,28 +47,59 @@ function requestViolations(answer: IncomingMessage): Violation[] {
   return violations.filter((v) => Array.isArray(v.location) && v.location[0] === 'request');
 }
 
-function sendValidationError(req: IncomingMessage, res: ServerResponse, violations: Violation[], raw: string): void {
+/** Answers in the error envelope, as the server does. */
+function sendError(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  error: { code: string; message: string; details: Record<string, unknown> },
+  headers: Record<string, string> = {},
+): void {
   const supplied = header(req.headers['x-request-id']);
   const requestId = supplied && SAFE_REQUEST_ID.test(supplied) ? supplied : `req_${randomBytes(13).toString('hex')}`;
-  const errors = violations.map((v) => ({
-    path: (v.location ?? []).slice(1).map(String).join('.'),
-    message: v.message ?? 'is not valid',
-  }));
   const body = JSON.stringify({
     success: false,
-    error: { code: 'VALIDATION_ERROR', message: 'The request is not valid.', details: { errors } },
+    error,
     meta: { request_id: requestId, timestamp: new Date().toISOString() },
   });
-  res.writeHead(400, {
+  res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(body),
     'x-request-id': requestId,
     'access-control-allow-origin': header(req.headers.origin) ?? '*',
     'access-control-expose-headers': '*',
-    // Prism's own report, kept for debugging.
-    'sl-violations': raw,
+    ...headers,
   });
   res.end(body);
+}
+
+function validationError(violations: Violation[]): { code: string; message: string; details: Record<string, unknown> } {
+  const errors = violations.map((v) => ({
+    path: (v.location ?? []).slice(1).map(String).join('.'),
+    message: v.message ?? 'is not valid',
+  }));
+  return { code: 'VALIDATION_ERROR', message: 'The request is not valid.', details: { errors } };
+}
+
+/** The server's body limit (contract: 413 PAYLOAD_TOO_LARGE over 64 KiB). */
+const MAX_BODY_BYTES = 64 * 1024;
+
+/** Reads the request body; undefined once it passed the limit (the rest is drained). */
+function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+    });
+    req.on('end', () => resolve(size > MAX_BODY_BYTES ? undefined : Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function isJson(contentType: string | undefined): boolean {
+  return contentType !== undefined && /^application\/([\w.+-]*\+)?json\s*(;|$)/i.test(contentType);
 }
 
 export async function startFront(
@@ -75,7 +108,20 @@ export async function startFront(
   listen: { host: string; port: number },
 ): Promise<Front> {
   const index = indexExamples(doc);
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer(async (req, res) => {
+    const body = await readBody(req).catch(() => Buffer.alloc(0));
+    if (body === undefined) {
+      sendError(req, res, 413, { code: 'PAYLOAD_TOO_LARGE', message: 'The request body is over 64 KiB.', details: { limit_bytes: MAX_BODY_BYTES } });
+      return;
+    }
+    if (body.length > 0 && isJson(req.headers['content-type'])) {
+      try {
+        JSON.parse(body.toString('utf8'));
+      } catch {
+        sendError(req, res, 400, { code: 'INVALID_JSON', message: 'The request body is not valid JSON.', details: {} });
+        return;
+      }
+    }
     const headers = { ...req.headers };
     const asked = header(req.headers.prefer);
     const pathname = new URL(req.url ?? '/', 'http://mock.invalid').pathname;
@@ -89,7 +135,8 @@ export async function startFront(
         const violations = chosen ? [] : requestViolations(answer);
         if (violations.length > 0) {
           answer.resume();
-          sendValidationError(req, res, violations, header(answer.headers['sl-violations']) ?? '[]');
+          // Prism's own report stays available for debugging.
+          sendError(req, res, 400, validationError(violations), { 'sl-violations': header(answer.headers['sl-violations']) ?? '[]' });
           return;
         }
         res.writeHead(answer.statusCode ?? 502, answer.headers);
@@ -100,7 +147,7 @@ export async function startFront(
       if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
       res.end('mock upstream failed');
     });
-    req.pipe(forward);
+    forward.end(body);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

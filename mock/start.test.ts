@@ -107,6 +107,20 @@ describe('mock', () => {
     expect(files.body).toMatchObject({ error: { code: 'VALIDATION_ERROR', details: { errors: [expect.objectContaining({ path: 'query.limit' })] } } });
   });
 
+  it('answers a body that is not JSON, or is over 64 KiB, in the envelope', async () => {
+    const headers = { 'content-type': 'application/json', authorization: 'Bearer t' };
+    const broken = await call('backup', '/backup', { method: 'POST', headers, body: '{"source": ' });
+    expect(broken.status).toBe(400);
+    expect(broken.body).toMatchObject({ success: false, error: { code: 'INVALID_JSON' } });
+    const large = await call('tools', '/api/contacts/general', {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'A', email: 'a@example.com', subject: 'S', message: 'x'.repeat(70_000) }),
+    });
+    expect(large.status).toBe(413);
+    expect(large.body).toMatchObject({ success: false, error: { code: 'PAYLOAD_TOO_LARGE' } });
+  });
+
   it('answers 401 in the envelope without a bearer token', async () => {
     const answer = await call('backup', '/backup');
     expect(answer.status).toBe(401);
