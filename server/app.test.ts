@@ -1,0 +1,130 @@
+import express from 'express';
+import { pino } from 'pino';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backupBasePath } from '../generated/backup-handlers.ts';
+import { toolsBasePath } from '../generated/tools-handlers.ts';
+import { successBody } from './http/envelope.ts';
+import { errorHandler } from './http/error-handler.ts';
+import { jsonBody } from './http/json-body.ts';
+import { GENERATED_DIR, loadDocument, mergeDocuments, openApiValidator } from './http/openapi.ts';
+import { requestId } from './http/request-id.ts';
+import { startHarness, type Harness } from './testing/harness.ts';
+
+describe('HTTP plumbing over real HTTP', () => {
+  let h: Harness;
+  let token: string;
+  beforeAll(async () => {
+    h = await startHarness();
+    token = await h.tokenFor(await h.newKey());
+  });
+  afterAll(() => h.cleanup());
+
+  function expectError(res: { status: number; headers: Headers; body: any }, status: number, code: string) {
+    expect(res.status).toBe(status);
+    expect(res.body).toMatchObject({ success: false, error: { code, details: expect.any(Object) } });
+    expect(res.body.error.message.length).toBeGreaterThan(0);
+    expect(res.body.meta.request_id).toBe(res.headers.get('x-request-id'));
+    expect(new Date(res.body.meta.timestamp).toISOString()).toBe(res.body.meta.timestamp);
+  }
+
+  it('makes a req_ id, or echoes a well-formed client id, in header and meta', async () => {
+    const made = await h.request('/api/v1/status');
+    expect(made.headers.get('x-request-id')).toMatch(/^req_[0-9A-Z]{26}$/);
+    expect(made.body.meta.request_id).toBe(made.headers.get('x-request-id'));
+    const echoed = await h.request('/api/v1/status', { headers: { 'X-Request-Id': 'client-1.2:3_x' } });
+    expect(echoed.headers.get('x-request-id')).toBe('client-1.2:3_x');
+    expect(echoed.body.meta.request_id).toBe('client-1.2:3_x');
+    for (const bad of ['has space', 'x'.repeat(129), 'semi;colon']) {
+      const replaced = await h.request('/api/v1/status', { headers: { 'X-Request-Id': bad } });
+      expect(replaced.headers.get('x-request-id')).toMatch(/^req_/);
+    }
+  });
+
+  it('answers GET /status with checks and job counts, without rate-limit headers', async () => {
+    const res = await h.request('/api/v1/status');
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({
+      status: 'ok',
+      version: '1.0.0',
+      checks: { database: { status: 'ok' }, storage: { status: 'ok' } },
+      jobs: { queued: 0, running: 0 },
+    });
+    expect(res.body.data.uptime_seconds).toBeGreaterThanOrEqual(0);
+    expect(res.headers.get('x-ratelimit-limit')).toBeNull();
+    expectError(await h.request('/api/v1/status?verbose=1'), 400, 'VALIDATION_ERROR');
+  });
+
+  it('answers unknown paths 404 and wrong methods 405 with Allow, in the envelope', async () => {
+    expectError(await h.request('/api/v1/nope'), 404, 'NOT_FOUND');
+    expectError(await h.request('/'), 404, 'NOT_FOUND');
+    expectError(await h.request('/api/v1/backup/'), 404, 'NOT_FOUND');
+    expectError(await h.request('/API/V1/STATUS'), 404, 'NOT_FOUND');
+    const wrong = await h.request('/api/v1/backup', { method: 'DELETE' });
+    expectError(wrong, 405, 'METHOD_NOT_ALLOWED');
+    expect(wrong.headers.get('allow')).toBe('GET, POST');
+    expect(wrong.body.error.details.allowed_methods).toEqual(['GET', 'POST']);
+    const tools = await h.request('/api/tools/ip-info', { method: 'POST' });
+    expectError(tools, 405, 'METHOD_NOT_ALLOWED');
+    expect(tools.headers.get('allow')).toBe('GET');
+  });
+
+  it('refuses other media types (415), bodies over 64 KiB (413) and broken JSON (400 INVALID_JSON)', async () => {
+    expectError(await h.request('/api/v1/backup', { method: 'POST', token, headers: { 'content-type': 'text/plain' }, body: '{}' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    expectError(await h.request('/api/v1/backup', { method: 'POST', token, body: 'source=/x' , headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    const big = JSON.stringify({ source: '/' + 'a'.repeat(70 * 1024) });
+    expectError(await h.request('/api/v1/backup', { method: 'POST', token, headers: { 'content-type': 'application/json' }, body: big }), 413, 'PAYLOAD_TOO_LARGE');
+    expectError(await h.request('/api/v1/backup', { method: 'POST', token, headers: { 'content-type': 'application/json' }, body: '{"source":' }), 400, 'INVALID_JSON');
+    expectError(await h.request('/api/newsletter/subscribe', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '"just a string"' }), 400, 'INVALID_JSON');
+  });
+
+  it('lists every schema problem as a JSON Pointer into the request', async () => {
+    const res = await h.request('/api/v1/backup', { method: 'POST', token, json: { source: 'relative', options: { compression: 'lz4' }, extra: true } });
+    expectError(res, 400, 'VALIDATION_ERROR');
+    const paths = (res.body.error.details.errors as Array<{ path: string }>).map((e) => e.path);
+    expect(paths).toEqual(expect.arrayContaining(['/body/source', '/body/options/compression', '/body/extra']));
+    const bad = await h.request('/api/v1/backup/not-an-id', { token });
+    expectError(bad, 400, 'VALIDATION_ERROR');
+    expect(bad.body.error.details.errors[0].path).toBe('/path/id');
+    const unknown = await h.request('/api/v1/backup?x=1', { token });
+    expectError(unknown, 400, 'VALIDATION_ERROR');
+    expect(unknown.body.error.details.errors[0].path).toBe('/query/x');
+    const query = await h.request('/api/v1/files?limit=0', { token });
+    expect(query.body.error.details.errors[0].path).toBe('/query/limit');
+  });
+});
+
+describe('response validation', () => {
+  it('turns a response body that breaks the contract into 500 INTERNAL_ERROR without internals', async () => {
+    const doc = mergeDocuments([
+      { doc: loadDocument(GENERATED_DIR, 'backup'), basePath: backupBasePath },
+      { doc: loadDocument(GENERATED_DIR, 'tools'), basePath: toolsBasePath },
+    ]);
+    const logged: string[] = [];
+    const logger = pino({ level: 'error' }, { write: (line: string) => logged.push(line) });
+    const app = express();
+    app.use(requestId(), ...jsonBody(), ...openApiValidator(doc, true));
+    let body: unknown = { status: 'ok' };
+    app.get('/api/v1/status', (_req, res) => {
+      res.json(successBody(body, 'req_test'));
+    });
+    app.use(errorHandler(logger));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1/status`;
+    try {
+      const bad = await fetch(url);
+      expect(bad.status).toBe(500);
+      const json = (await bad.json()) as any;
+      expect(json).toMatchObject({ success: false, error: { code: 'INTERNAL_ERROR', details: {} } });
+      expect(JSON.stringify(json)).not.toMatch(/uptime_seconds|required property|stack/);
+      expect(logged.join('')).toMatch(/uptime_seconds|required/);
+
+      body = { status: 'ok', version: '1', uptime_seconds: 1, time: new Date().toISOString(), checks: { database: { status: 'ok', latency_ms: 0 }, storage: { status: 'ok', latency_ms: 0 } }, jobs: { queued: 0, running: 0 } };
+      const good = await fetch(url);
+      expect(good.status).toBe(200);
+    } finally {
+      server.close();
+    }
+  });
+});
