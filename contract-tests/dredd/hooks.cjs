@@ -1,0 +1,292 @@
+/*
+ * Dredd hooks for both API documents, against the real server or the mock
+ * (CONTRACT_TARGET=real|mock).
+ *
+ * Dredd builds one transaction per documented response of each operation, using the first
+ * example of the request. With OpenAPI 3 it does NOT skip non-2xx transactions (apiaryio/dredd
+ * #1257), so each non-2xx one is either turned into a request that provokes exactly that
+ * response, or skipped with a reason.
+ *  - real: a token from POST /auth/token, a completed backup (its id replaces the example ids),
+ *    a cancelled backup (for BACKUP_NOT_COMPLETED), a pre-subscribed address (for the 200
+ *    "already subscribed" answer), the loopback website for check-site.
+ *  - mock: Prism chooses the response by `Prefer: code=<status>`, so every documented response
+ *    is reached and its example is checked against its own schema.
+ * Dredd's OpenAPI 3 reader gives Gavel no body schema (only the example, so just the keys are
+ * compared); each transaction therefore gets the response schema of the 3.1 document
+ * (CONTRACT_DOC) as `expected.bodySchema`, turned into a self-contained draft-07 schema.
+ * Every transaction is written as one JSON line to CONTRACT_RESULTS for the coverage table.
+ */
+const hooks = require('hooks');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const env = process.env;
+const TARGET = env.CONTRACT_TARGET || 'real';
+const BASE = env.CONTRACT_BACKUP_BASE; // e.g. http://127.0.0.1:1234/api/v1 (fixtures are made here)
+const RESULTS = env.CONTRACT_RESULTS;
+const ROOT = env.CONTRACT_ALLOWED_ROOT || '/tmp';
+const SOURCE = env.CONTRACT_SOURCE || '/tmp';
+const SITE = env.CONTRACT_SITE || 'http://127.0.0.1:9';
+const RUN = Date.now().toString(36);
+
+// Well-formed (bkp_/rst_ + 26 Crockford base32) but never issued.
+const MISSING_BACKUP = 'bkp_01JZZZZZZZZZZZZZZZZZZZZZZZ';
+const MISSING_RESTORE = 'rst_01JZZZZZZZZZZZZZZZZZZZZZZZ';
+const LIST_OPS = new Set(['GET /backup', 'GET /files']);
+const PUBLIC_OPS = new Set(['POST /auth/token', 'GET /status']);
+
+const DOC = env.CONTRACT_DOC ? JSON.parse(fs.readFileSync(env.CONTRACT_DOC, 'utf8')) : undefined;
+
+function deref(node) {
+  let current = node;
+  for (let i = 0; i < 20 && current && typeof current.$ref === 'string'; i++) {
+    current = current.$ref
+      .slice(2)
+      .split('/')
+      .reduce((n, seg) => n[seg.replace(/~1/g, '/').replace(/~0/g, '~')], DOC);
+  }
+  return current;
+}
+
+/** The documented response body schema as draft-07 (components become definitions). */
+function bodySchema(method, pathTemplate, status) {
+  if (!DOC) return undefined;
+  const op = deref(DOC.paths[pathTemplate] || {})[method.toLowerCase()];
+  const response = op && op.responses && deref(op.responses[String(status)]);
+  const media = response && response.content && response.content['application/json'];
+  if (!media || !media.schema) return undefined;
+  const text = JSON.stringify({
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    definitions: (DOC.components && DOC.components.schemas) || {},
+    allOf: [media.schema],
+  })
+    .replace(/"#\/components\/schemas\//g, '"#/definitions/')
+    // OpenAPI's numeric format hints are no JSON Schema formats; Gavel's ajv 6 rejects them.
+    .replace(/"format":"(int32|int64|float|double)",?/g, '');
+  return JSON.parse(text.replace(/,}/g, '}'));
+}
+
+const state = { token: 'mock-token', backupId: undefined, restoreId: undefined, cancelledId: undefined, repeatEmail: `repeat-${RUN}@example.com` };
+let counter = 0;
+
+async function call(method, p, body, token) {
+  const headers = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const res = await fetch(BASE + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const json = await res.json().catch(() => undefined);
+  return { status: res.status, json };
+}
+
+async function waitJob(kind, id) {
+  for (let i = 0; i < 120; i++) {
+    const r = await call('GET', `/${kind}/${id}`, undefined, state.token);
+    const status = r.json && r.json.data && r.json.data.status;
+    if (status && !['queued', 'running'].includes(status)) return r.json.data;
+    await new Promise((res) => setTimeout(res, 250));
+  }
+  throw new Error(`${kind} ${id} did not finish`);
+}
+
+async function setUpRealFixtures() {
+  const tok = await call('POST', '/auth/token', { api_key: env.CONTRACT_API_KEY, secret: env.CONTRACT_SECRET });
+  if (tok.status !== 200) throw new Error(`token: ${tok.status} ${JSON.stringify(tok.json)}`);
+  state.token = tok.json.data.access_token;
+  const created = await call('POST', '/backup', { source: SOURCE, destination: 'local' }, state.token);
+  if (created.status !== 202) throw new Error(`backup: ${created.status} ${JSON.stringify(created.json)}`);
+  const job = await waitJob('backup', created.json.data.id);
+  if (job.status !== 'completed') throw new Error(`fixture backup ended ${job.status}`);
+  state.backupId = job.id;
+  const restore = await call('POST', '/restore', { backup_id: job.id, target_path: path.join(ROOT, `restore-fixture-${RUN}`) }, state.token);
+  if (restore.status !== 202) throw new Error(`restore: ${restore.status} ${JSON.stringify(restore.json)}`);
+  state.restoreId = restore.json.data.id;
+  await waitJob('restore', state.restoreId);
+  // A backup cancelled before it completes, for 409 BACKUP_NOT_COMPLETED (best effort: a
+  // small source may finish before the cancel lands).
+  const other = await call('POST', '/backup', { source: SOURCE, destination: 'local' }, state.token);
+  if (other.status === 202) {
+    const cancel = await call('POST', `/backup/${other.json.data.id}/cancel`, undefined, state.token);
+    if (cancel.status === 202) state.cancelledId = other.json.data.id;
+    await waitJob('backup', other.json.data.id).catch(() => undefined);
+  }
+}
+
+hooks.beforeAll((transactions, done) => {
+  if (TARGET !== 'real' || !BASE) return done();
+  setUpRealFixtures().then(
+    () => done(),
+    (err) => {
+      hooks.log(`fixture setup failed: ${err.stack || err}`);
+      for (const t of transactions) t.fail = `fixture setup failed: ${err.message}`;
+      done();
+    },
+  );
+});
+
+function key(t) {
+  return `${t.request.method} ${t.origin.resourceName}`;
+}
+
+function setHeader(t, name, value) {
+  for (const h of Object.keys(t.request.headers)) if (h.toLowerCase() === name.toLowerCase()) delete t.request.headers[h];
+  if (value !== undefined) t.request.headers[name] = value;
+}
+
+function bodyOf(t) {
+  try {
+    return t.request.body ? JSON.parse(t.request.body) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function setBody(t, value) {
+  t.request.body = typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+function skip(t, reason) {
+  t.skip = true;
+  t.skipReason = reason;
+}
+
+/** Replaces example ids and paths with the fixtures so the happy path really succeeds. */
+function useFixtures(t) {
+  if (state.backupId) t.fullPath = t.fullPath.replace(/bkp_[0-9A-Za-z]+/g, state.backupId);
+  if (state.restoreId) t.fullPath = t.fullPath.replace(/rst_[0-9A-Za-z]+/g, state.restoreId);
+  const body = bodyOf(t);
+  if (!body || typeof body !== 'object') return;
+  const k = key(t);
+  if (k === 'POST /backup') {
+    body.source = SOURCE;
+    if (body.destination !== undefined) body.destination = 'local';
+  }
+  if (k === 'POST /restore') {
+    if (state.backupId) body.backup_id = state.backupId;
+    body.target_path = path.join(ROOT, `restore-${RUN}-${++counter}`);
+    delete body.paths;
+  }
+  if (k === 'POST /api/tools/check-site') body.url = `${SITE}/`;
+  if (k === 'POST /api/newsletter/subscribe') body.email = `dredd-${RUN}-${++counter}@example.com`;
+  setBody(t, body);
+}
+
+/** Adapts a non-2xx transaction on the real server so it provokes that response. */
+function provoke(t, status) {
+  const k = key(t);
+  const body = bodyOf(t);
+  switch (status) {
+    case 400:
+      if (k === 'POST /api/contacts/{type}') t.fullPath = t.fullPath.replace(/\/api\/contacts\/[^/?]+/, '/api/contacts/not-a-type');
+      else if (/(bkp|rst)_[0-9A-Za-z]+/.test(t.fullPath)) t.fullPath = t.fullPath.replace(/(bkp|rst)_[0-9A-Za-z]+/, '$1_malformed');
+      else if (body !== undefined) setBody(t, { ...body, unexpected_property: true });
+      else if (LIST_OPS.has(k)) t.fullPath += (t.fullPath.includes('?') ? '&' : '?') + 'limit=0';
+      else t.fullPath += (t.fullPath.includes('?') ? '&' : '?') + 'unexpected_parameter=1';
+      return;
+    case 401:
+      if (k === 'POST /auth/token') setBody(t, { ...body, secret: 'wrong-secret-not-the-real-one' });
+      else if (PUBLIC_OPS.has(k) || k.includes('/api/')) skip(t, 'public operation: nothing to authenticate');
+      else setHeader(t, 'Authorization', undefined);
+      return;
+    case 403:
+      if (k === 'POST /backup') setBody(t, { ...body, source: '/etc' });
+      else if (k === 'POST /restore') setBody(t, { ...body, target_path: '/etc/contract-tests-restore' });
+      else skip(t, 'no path to forbid on this operation');
+      return;
+    case 404:
+      if (t.fullPath.match(/bkp_[0-9A-Za-z]+/)) t.fullPath = t.fullPath.replace(/bkp_[0-9A-Za-z]+/g, MISSING_BACKUP);
+      else if (t.fullPath.match(/rst_[0-9A-Za-z]+/)) t.fullPath = t.fullPath.replace(/rst_[0-9A-Za-z]+/g, MISSING_RESTORE);
+      else if (k === 'POST /restore') setBody(t, { ...body, backup_id: MISSING_BACKUP });
+      else if (k === 'GET /files') t.fullPath = `${t.fullPath.split('?')[0]}?backup_id=${MISSING_BACKUP}`;
+      else skip(t, 'no id to miss on this operation');
+      return;
+    case 405:
+      t.request.method = t.request.method === 'DELETE' ? 'PUT' : 'DELETE';
+      delete t.request.body;
+      setBody(t, '');
+      return;
+    case 409:
+      if (k === 'POST /backup/{id}/cancel') return; // the fixture backup is completed: JOB_FINISHED
+      if (k === 'POST /restore') {
+        if (state.cancelledId) setBody(t, { ...body, backup_id: state.cancelledId });
+        else skip(t, 'the backup meant to be cancelled completed first; no unfinished backup to restore from');
+        return;
+      }
+      if (k === 'GET /files') {
+        if (state.cancelledId) t.fullPath = `${t.fullPath.split('?')[0]}?backup_id=${state.cancelledId}`;
+        else skip(t, 'the backup meant to be cancelled completed first; no unfinished backup to list');
+        return;
+      }
+      skip(t, 'no conflict to provoke on this operation');
+      return;
+    case 413:
+      if (body === undefined) return skip(t, 'operation has no body');
+      setBody(t, { ...body, padding: 'x'.repeat(70 * 1024) });
+      return;
+    case 415:
+      if (body === undefined) return skip(t, 'operation has no body');
+      setHeader(t, 'Content-Type', 'text/plain');
+      return;
+    case 422:
+      if (k === 'POST /backup') setBody(t, { ...body, source: path.join(ROOT, 'does-not-exist') });
+      else if (k === 'POST /restore') setBody(t, { ...body, target_path: path.join(SOURCE, 'hello.txt') });
+      else if (k === 'POST /api/tools/check-site') setBody(t, { url: 'http://169.254.169.254/latest/meta-data/' });
+      else skip(t, 'no unprocessable input known for this operation');
+      return;
+    case 429:
+      return skip(t, 'exhausting the rate limit would starve the transactions after it; the Prism-proxy flows provoke 429');
+    case 500:
+    case 503:
+      return skip(t, `${status} cannot be provoked from outside a healthy server`);
+    default:
+      return skip(t, `no recipe for ${status}`);
+  }
+}
+
+hooks.beforeEach((t, done) => {
+  t.contractMethod = t.request.method;
+  const status = Number(t.expected.statusCode);
+  const schema = bodySchema(t.request.method, t.origin.resourceName, status);
+  if (schema) t.expected.bodySchema = schema;
+  const k = key(t);
+  const needsAuth = !PUBLIC_OPS.has(k) && !k.includes(' /api/');
+  if (needsAuth) setHeader(t, 'Authorization', `Bearer ${state.token}`);
+  setHeader(t, 'X-Request-Id', `dredd-${RUN}-${++counter}`);
+  if (TARGET === 'mock') {
+    // Prism picks the documented response by code; the request itself stays the example.
+    setHeader(t, 'Prefer', `code=${status}`);
+    return done();
+  }
+  useFixtures(t);
+  if (status >= 300) provoke(t, status);
+  if (k === 'POST /api/newsletter/subscribe' && status === 200) {
+    // Subscribe once first so this transaction meets an existing subscriber.
+    setBody(t, { ...bodyOf(t), email: state.repeatEmail });
+    fetch(new URL('/api/newsletter/subscribe', BASE).href, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: t.request.body }).then(
+      () => done(),
+      (err) => {
+        t.fail = `pre-subscription failed: ${err.message}`;
+        done();
+      },
+    );
+    return;
+  }
+  done();
+});
+
+hooks.afterEach((t, done) => {
+  if (RESULTS) {
+    const line = {
+      name: t.name,
+      method: t.contractMethod || t.request.method,
+      path: t.origin.resourceName,
+      expected: Number(t.expected.statusCode),
+      actual: t.real ? t.real.statusCode : undefined,
+      skipped: Boolean(t.skip),
+      skipReason: t.skipReason,
+      result: t.test ? t.test.status : undefined,
+      errors: t.results && t.results.valid === false ? JSON.stringify(t.results.fields || t.results).slice(0, 600) : undefined,
+    };
+    fs.appendFileSync(RESULTS, JSON.stringify(line) + '\n');
+  }
+  done();
+});
