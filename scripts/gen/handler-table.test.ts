@@ -14,6 +14,8 @@ describe('handler table helpers', () => {
   it('takes the mount path from the first server URL', () => {
     expect(basePath(doc({ servers: [{ url: 'http://localhost:8080/api/v1' }] }))).toBe('/api/v1');
     expect(basePath(doc({ servers: [{ url: '{origin}/api/v1/' }] }))).toBe('/api/v1');
+    expect(basePath(doc({ servers: [{ url: '{scheme}://{host}:{port}/api/v1' }] }))).toBe('/api/v1');
+    expect(basePath(doc({ servers: [{ url: '/api/v1' }] }))).toBe('/api/v1');
     expect(basePath(doc({ servers: [{ url: 'https://example.net' }] }))).toBe('');
     expect(basePath(doc({}))).toBe('');
   });

@@ -76,7 +76,8 @@ export function expressPath(path: string): string {
 export function basePath(doc: OpenApiDocument): string {
   const servers = doc.servers as { url: string }[] | undefined;
   const url = servers?.[0]?.url ?? '';
-  return url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '').replace(/^\{[^}]*\}/, '').replace(/\/+$/, '');
+  // Drop `scheme://host` (variables allowed, e.g. `{scheme}://{host}`) or a leading `{origin}`.
+  return url.replace(/^[^/]*\/\/[^/]*/, '').replace(/^\{[^}]*\}/, '').replace(/\/+$/, '');
 }
 
 const q = (text: string): string => `'${text.replace(/[\\']/g, '\\$&')}'`;
