@@ -48,7 +48,7 @@ const checks: Check[] = [
     name: 'dredd-real',
     run: () =>
       withServer('dredd-real', {}, (s) =>
-        dreddCheck('dredd-real', ctx, { kind: 'real', backupOrigin: s.origin, toolsOrigin: s.origin, allowedRoot: s.allowedRoot, source: s.source }),
+        dreddCheck('dredd-real', ctx, { kind: 'real', backupOrigin: s.origin, toolsOrigin: s.origin, allowedRoot: s.allowedRoot, source: s.source, bigSource: s.bigSource }),
       ),
   },
   {

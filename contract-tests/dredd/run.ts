@@ -18,6 +18,7 @@ export interface DreddTarget {
   toolsOrigin: string;
   allowedRoot?: string;
   source?: string;
+  bigSource?: string;
 }
 
 interface Line {
@@ -64,6 +65,7 @@ export async function dreddCheck(name: string, ctx: Context, target: DreddTarget
           CONTRACT_SECRET: CREDENTIALS.secret,
           CONTRACT_ALLOWED_ROOT: target.allowedRoot ?? '',
           CONTRACT_SOURCE: target.source ?? '',
+          CONTRACT_BIG_SOURCE: target.bigSource ?? '',
           CONTRACT_SITE: ctx.siteOrigin,
           NODE_NO_WARNINGS: '1',
         },

@@ -3,6 +3,7 @@
  * temporary data directory, allowed root (with fixture files) and bootstrap key; the Prism mock;
  * and a loopback website for check-site to probe.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync, symlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -27,6 +28,8 @@ export interface ServerHandle {
   /** The allowed root; `source` holds the fixture tree, restores go under it too. */
   allowedRoot: string;
   source: string;
+  /** A 32 MiB tree whose backup takes long enough to be cancelled while it runs. */
+  bigSource: string;
   dataDir: string;
   logFile: string;
   stop(): Promise<void>;
@@ -43,6 +46,12 @@ function writeFixtures(source: string): void {
   symlinkSync('hello.txt', join(source, 'link-to-hello'));
 }
 
+function writeBigFixture(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  // Incompressible, so neither compression nor dedup makes the backup instant.
+  for (let i = 0; i < 4; i++) writeFileSync(join(dir, `random-${i}.bin`), randomBytes(8 * 1024 * 1024));
+}
+
 /** Starts `node server/main.ts` exactly as an operator would, with the contract's env names. */
 export async function startServer(name: string, extraEnv: Record<string, string> = {}): Promise<ServerHandle> {
   const dir = join(WORK, name);
@@ -52,6 +61,8 @@ export async function startServer(name: string, extraEnv: Record<string, string>
   mkdirSync(dataDir, { recursive: true });
   mkdirSync(source, { recursive: true });
   writeFixtures(source);
+  const bigSource = join(allowedRoot, 'big');
+  writeBigFixture(bigSource);
   const port = await freePort();
   const logFile = join(dir, 'server.log');
   const proc: Proc = start(process.execPath, ['server/main.ts'], {
@@ -78,7 +89,7 @@ export async function startServer(name: string, extraEnv: Record<string, string>
     await proc.stop();
     throw err;
   }
-  return { name, origin, backupBase: `${origin}/api/v1`, allowedRoot, source, dataDir, logFile, stop: () => proc.stop() };
+  return { name, origin, backupBase: `${origin}/api/v1`, allowedRoot, source, bigSource, dataDir, logFile, stop: () => proc.stop() };
 }
 
 export interface MockHandle {
