@@ -74,10 +74,15 @@ function sendError(
 }
 
 function validationError(violations: Violation[]): { code: string; message: string; details: Record<string, unknown> } {
-  const errors = violations.map((v) => ({
-    path: (v.location ?? []).slice(1).map(String).join('.'),
-    message: v.message ?? 'is not valid',
-  }));
+  // The contract's JSON Pointers into the request, as the server writes them: /body/…, /query/…, /path/…, /header/….
+  const errors = violations.map((v) => {
+    const [where, ...rest] = (v.location ?? []).slice(1).map(String);
+    const section = where === 'headers' ? 'header' : where;
+    return {
+      path: '/' + [section, ...rest].filter((part) => part !== undefined).map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/'),
+      message: v.message ?? 'is not valid',
+    };
+  });
   return { code: 'VALIDATION_ERROR', message: 'The request is not valid.', details: { errors } };
 }
 

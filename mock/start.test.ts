@@ -86,7 +86,7 @@ describe('mock', () => {
     expect(answer.headers.get('x-request-id')).toBe('web-1:test');
     expect(answer.body).toMatchObject({
       success: false,
-      error: { code: 'VALIDATION_ERROR', details: { errors: expect.arrayContaining([expect.objectContaining({ path: 'body' })]) } },
+      error: { code: 'VALIDATION_ERROR', details: { errors: expect.arrayContaining([expect.objectContaining({ path: '/body' })]) } },
       meta: { request_id: 'web-1:test' },
     });
     const messages = (answer.body as { error: { details: { errors: { message: string }[] } } }).error.details.errors.map((e) => e.message);
@@ -104,7 +104,7 @@ describe('mock', () => {
     expect(contact.body).toMatchObject({ error: { code: 'VALIDATION_ERROR' } });
     const files = await call('backup', '/files?limit=0', { headers: { authorization: 'Bearer t' } });
     expect(files.status).toBe(400);
-    expect(files.body).toMatchObject({ error: { code: 'VALIDATION_ERROR', details: { errors: [expect.objectContaining({ path: 'query.limit' })] } } });
+    expect(files.body).toMatchObject({ error: { code: 'VALIDATION_ERROR', details: { errors: [expect.objectContaining({ path: '/query/limit' })] } } });
   });
 
   it('answers a body that is not JSON, or is over 64 KiB, in the envelope', async () => {
