@@ -55,10 +55,14 @@ export function newRequestId(): string {
   return `req_${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`;
 }
 
+/** The server holds an answer at most this long for `Prefer: wait=N` (larger N count as 30). */
+const MAX_WAIT_SECONDS = 30;
+
 /** `Prefer: wait=N` makes the server hold the answer up to N s; the timeout leaves room for it. */
 function attemptTimeout(prefer: string | null, timeoutMs: number): number {
   const wait = prefer ? /(?:^|[,;\s])wait=(\d+)/i.exec(prefer) : null;
-  return wait ? Math.max(timeoutMs, (Number(wait[1]) + 5) * 1000) : timeoutMs;
+  if (!wait) return timeoutMs;
+  return Math.max(timeoutMs, (Math.min(Number(wait[1]), MAX_WAIT_SECONDS) + 5) * 1000);
 }
 
 const NULL_BODY_STATUSES: ReadonlySet<number> = new Set([101, 204, 205, 304]);
