@@ -7,6 +7,7 @@ import prismHttp from '@stoplight/prism-http';
 import prismServer from '@stoplight/prism-http-server';
 import { configureExtensionsUserProvided } from '@stoplight/prism-cli/dist/extensions.js';
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { startFront } from './front.ts';
@@ -40,7 +41,7 @@ const DEFAULT_GENERATED = fileURLToPath(new URL('../generated/', import.meta.url
 const PINO_LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
 
 export async function loadDocument(api: MockApi, generatedDir = DEFAULT_GENERATED): Promise<MockableDocument> {
-  const text = await readFile(new URL(`${api}.openapi.json`, `file://${generatedDir.replace(/\/?$/, '/')}`), 'utf8');
+  const text = await readFile(join(generatedDir, `${api}.openapi.json`), 'utf8');
   return JSON.parse(text) as MockableDocument;
 }
 
