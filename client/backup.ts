@@ -32,7 +32,7 @@ export type BackupClient = Client<paths> & {
 export const PUBLIC_PATHS = ['/auth/token', '/status'];
 
 /** POSTs that are safe to repeat after a timeout or a dropped connection: a token request and a cancel. */
-const SAFE_POSTS = [/\/auth\/token$/, /\/backup\/[^/]+\/cancel$/];
+export const SAFE_POSTS = [/\/auth\/token$/, /\/backup\/[^/]+\/cancel$/];
 
 export function createBackupClient(options: BackupClientOptions): BackupClient {
   const base = new URL(options.baseUrl.replace(/\/+$/, '') + '/');

@@ -21,7 +21,7 @@ export type ToolsClient = Client<paths>;
  * POSTs that are safe to repeat after a timeout or a dropped connection: a site check reads only,
  * and a repeated subscription never creates a duplicate. A contact message is not repeated.
  */
-const SAFE_POSTS = [/\/api\/tools\/check-site$/, /\/api\/newsletter\/subscribe$/];
+export const SAFE_POSTS = [/\/api\/tools\/check-site$/, /\/api\/newsletter\/subscribe$/];
 
 export function createToolsClient(options: ToolsClientOptions): ToolsClient {
   return createClient<paths>({
