@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { backupBasePath, backupOperations } from '../generated/backup-handlers.ts';
 import { toolsBasePath, toolsOperations } from '../generated/tools-handlers.ts';
 import { ensureStartupKey, type StartupKeyOutcome } from './auth/api-keys.ts';
-import { authenticate } from './auth/authenticate.ts';
+import { requireBearer } from './auth/middleware.ts';
 import { TokenService } from './auth/tokens.ts';
 import { backupHandlers } from './backup-api/index.ts';
 import type { Config } from './config.ts';
@@ -25,16 +25,12 @@ import { routeGuard } from './http/route-guard.ts';
 import { JobQueue } from './jobs/queue.ts';
 import { repositoryLockKey, repositorySecret } from './jobs/repositories.ts';
 import { createJobRunner } from './jobs/runners.ts';
-import { HOUR_MS, MINUTE_MS, planLimit, TOOL_LIMITS } from './ratelimit/limits.ts';
+import { AUTH_FAILURES, HOUR_MS, MINUTE_MS, planLimit, TOKEN_REQUESTS, TOOL_LIMITS } from './ratelimit/limits.ts';
 import { MemoryRateLimitStore, type RateLimitStore } from './ratelimit/store.ts';
 import { loadOrCreateSecret } from './secrets.ts';
 import { Store } from './store/index.ts';
 import { toolsHandlers } from './tools-api/index.ts';
 import { targetPolicy } from './tools-api/net/target-policy.ts';
-
-/** POST /auth/token per client address per hour, and failed authentications among them (contract). */
-const TOKEN_REQUESTS_PER_HOUR = 60;
-const AUTH_FAILURES_PER_HOUR = 30;
 
 export interface AppOptions {
   logger?: Logger;
@@ -42,6 +38,7 @@ export interface AppOptions {
   specDir?: string;
   /** Check-site overrides for tests (a resolver, a CA); the policy follows the config. */
   siteCheck?: Partial<Services['siteCheck']>;
+  ipInfo?: Services['ipInfo'];
   rateLimitStore?: RateLimitStore;
 }
 
@@ -99,6 +96,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     startedAt: Date.now(),
     version: packageVersion(),
     siteCheck: { policy: targetPolicy({ allowPrivate: config.checkSiteAllowPrivate }), ...options.siteCheck },
+    ipInfo: options.ipInfo ?? {},
   };
 
   const specDir = options.specDir ?? GENERATED_DIR;
@@ -109,8 +107,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const validator = openApiValidator(merged, config.validateResponses);
   const limits = options.rateLimitStore ?? new MemoryRateLimitStore();
   const limited = (handler: RequestHandler): RequestHandler[] => (config.rateLimitsEnabled ? [handler] : []);
-  const authFailures = rateLimit({ store: limits, name: 'auth-failures', key: clientKey, limit: AUTH_FAILURES_PER_HOUR, windowMs: HOUR_MS });
-  const bearer = authenticate(tokens, store, config.rateLimitsEnabled ? authFailures : undefined);
+  // Failed authentications per client address: counted on POST /auth/token (which it blocks once
+  // used up) and, through the error middleware, on every 401 of the other operations.
+  const authFailures = failureLimit({ store: limits, name: 'auth-failures', key: clientKey, ...AUTH_FAILURES });
+  const bearer = requireBearer(tokens, store);
   const accountLimit = rateLimit({
     store: limits,
     name: 'account',
@@ -160,8 +160,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const chain: RequestHandler[] = [];
     if (operationId === 'createToken') {
       chain.push(
-        ...limited(rateLimit({ store: limits, name: 'auth-token', key: clientKey, limit: TOKEN_REQUESTS_PER_HOUR, windowMs: HOUR_MS })),
-        ...limited(failureLimit({ store: limits, name: 'auth-failures', key: clientKey, limit: AUTH_FAILURES_PER_HOUR, windowMs: HOUR_MS })),
+        ...limited(rateLimit({ store: limits, name: 'auth-token', key: clientKey, ...TOKEN_REQUESTS })),
+        ...limited(authFailures.guard),
       );
     } else if (op.security.length > 0) {
       chain.push(bearer, ...limited(accountLimit));
@@ -186,6 +186,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     );
   }
   app.use((_req, _res, next) => next(new ApiError('NOT_FOUND', 'No such resource.')));
+  if (config.rateLimitsEnabled) app.use(authFailures.countErrors);
   app.use(errorHandler(logger));
 
   let server: Server | undefined;

@@ -6,6 +6,7 @@ import type { AuthContext } from './http/locals.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { Store } from './store/index.ts';
 import type { CheckSiteOptions } from './tools-api/net/check-site.ts';
+import type { IpInfoOptions } from './tools-api/net/ip-info.ts';
 
 /** The long-lived parts every handler may use. */
 export interface Services {
@@ -18,7 +19,9 @@ export interface Services {
   startedAt: number;
   version: string;
   /** The check-site policy (public targets only unless CHECK_SITE_ALLOW_PRIVATE) and resolver. */
-  siteCheck: Pick<CheckSiteOptions, 'policy' | 'resolve' | 'ca'>;
+  siteCheck: CheckSiteOptions;
+  /** ip-info's name lookup (tests inject one); reverse DNS is asked for public addresses only. */
+  ipInfo: IpInfoOptions;
 }
 
 /** What a handler knows about the request beyond its validated input. */

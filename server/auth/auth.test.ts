@@ -102,9 +102,13 @@ describe('TokenService', () => {
     let now = Date.now();
     const t = new TokenService(key, () => now);
     const { accessToken } = await t.issue('acc_1', 'key_1');
-    now += 901_000;
+    expect(await codeOf(t.verify(accessToken))).toBe('ok'); // now remembered as verified
+    now += 899_000;
+    expect(await codeOf(t.verify(accessToken))).toBe('ok');
+    now += 2_000;
     expect(await codeOf(t.verify(accessToken))).toBe('TOKEN_EXPIRED');
     now -= 901_000;
+    expect(await codeOf(new TokenService(key, () => now + 901_000).verify(accessToken))).toBe('TOKEN_EXPIRED');
 
     const [h, p, s] = accessToken.split('.') as [string, string, string];
     const tamperedPayload = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), sub: 'acc_2' })).toString('base64url');

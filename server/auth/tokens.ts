@@ -19,10 +19,15 @@ export interface TokenClaims {
   jti: string;
 }
 
+/** Verified tokens kept so a client's repeated requests skip the signature check (until their exp). */
+const VERIFIED_CACHE_SIZE = 10_000;
+
 /** HS256 access tokens. The algorithm list on verify is explicit: `alg: none` and others fail. */
 export class TokenService {
   private readonly key: Uint8Array;
   private readonly now: () => number;
+  /** Exact token text -> its claims and exp (seconds); only tokens that passed full verification. */
+  private readonly verified = new Map<string, TokenClaims & { exp: number }>();
 
   constructor(signingKey: Uint8Array, now: () => number = Date.now) {
     if (signingKey.length < 32) throw new Error('The token signing key must be at least 32 bytes');
@@ -47,6 +52,14 @@ export class TokenService {
 
   /** Throws ApiError TOKEN_EXPIRED for an expired but otherwise valid token, UNAUTHORIZED for anything else. */
   async verify(token: string): Promise<TokenClaims> {
+    const cached = this.verified.get(token);
+    if (cached) {
+      if (cached.exp * 1000 <= this.now()) {
+        this.verified.delete(token);
+        throw new ApiError('TOKEN_EXPIRED', 'The access token has expired; request a new one.');
+      }
+      return { accountId: cached.accountId, keyId: cached.keyId, jti: cached.jti };
+    }
     try {
       const { payload } = await jwtVerify(token, this.key, {
         algorithms: ['HS256'],
@@ -58,7 +71,10 @@ export class TokenService {
       if (typeof payload.sub !== 'string' || typeof payload.key_id !== 'string' || typeof payload.jti !== 'string') {
         throw new ApiError('UNAUTHORIZED', 'The access token is not valid.');
       }
-      return { accountId: payload.sub, keyId: payload.key_id, jti: payload.jti };
+      const claims = { accountId: payload.sub, keyId: payload.key_id, jti: payload.jti };
+      if (this.verified.size >= VERIFIED_CACHE_SIZE) this.verified.delete(this.verified.keys().next().value!);
+      this.verified.set(token, { ...claims, exp: payload.exp! });
+      return claims;
     } catch (err) {
       if (err instanceof ApiError) throw err;
       if (err instanceof errors.JWTExpired) throw new ApiError('TOKEN_EXPIRED', 'The access token has expired; request a new one.');

@@ -1,6 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { Plan } from '../config.ts';
 import { newId } from '../ids.ts';
+import { prepare } from './db.ts';
 
 export interface Account {
   id: string;
@@ -53,48 +54,46 @@ export class AccountStore {
 
   createAccount(plan: Plan, id = newId('acc')): Account {
     const createdAt = new Date().toISOString();
-    this.db.prepare('INSERT INTO accounts (id, plan, created_at) VALUES (?, ?, ?)').run(id, plan, createdAt);
+    prepare(this.db, 'INSERT INTO accounts (id, plan, created_at) VALUES (?, ?, ?)').run(id, plan, createdAt);
     return { id, plan, createdAt };
   }
 
   getAccount(id: string): Account | undefined {
-    const row = this.db.prepare('SELECT id, plan, created_at FROM accounts WHERE id = ?').get(id) as
+    const row = prepare(this.db, 'SELECT id, plan, created_at FROM accounts WHERE id = ?').get(id) as
       | { id: string; plan: Plan; created_at: string }
       | undefined;
     return row && { id: row.id, plan: row.plan, createdAt: row.created_at };
   }
 
   setPlan(accountId: string, plan: Plan): void {
-    this.db.prepare('UPDATE accounts SET plan = ? WHERE id = ?').run(plan, accountId);
+    prepare(this.db, 'UPDATE accounts SET plan = ? WHERE id = ?').run(plan, accountId);
   }
 
   insertKey(key: { id: string; accountId: string; secretHash: string; label?: string | null }): void {
-    this.db
-      .prepare('INSERT INTO api_keys (id, account_id, secret_hash, label, created_at) VALUES (?, ?, ?, ?, ?)')
+    prepare(this.db, 'INSERT INTO api_keys (id, account_id, secret_hash, label, created_at) VALUES (?, ?, ?, ?, ?)')
       .run(key.id, key.accountId, key.secretHash, key.label ?? null, new Date().toISOString());
   }
 
   updateKeySecret(id: string, secretHash: string): void {
-    this.db.prepare('UPDATE api_keys SET secret_hash = ? WHERE id = ?').run(secretHash, id);
+    prepare(this.db, 'UPDATE api_keys SET secret_hash = ? WHERE id = ?').run(secretHash, id);
   }
 
   getKey(id: string): ApiKeyRecord | undefined {
-    const row = this.db.prepare(`${KEY_SELECT} WHERE k.id = ?`).get(id) as KeyRow | undefined;
+    const row = prepare(this.db, `${KEY_SELECT} WHERE k.id = ?`).get(id) as KeyRow | undefined;
     return row && toKey(row);
   }
 
   listKeys(): ApiKeyRecord[] {
-    return (this.db.prepare(`${KEY_SELECT} ORDER BY k.created_at, k.id`).all() as unknown as KeyRow[]).map(toKey);
+    return (prepare(this.db, `${KEY_SELECT} ORDER BY k.created_at, k.id`).all() as unknown as KeyRow[]).map(toKey);
   }
 
   countKeys(): number {
-    return (this.db.prepare('SELECT COUNT(*) AS n FROM api_keys').get() as { n: number }).n;
+    return (prepare(this.db, 'SELECT COUNT(*) AS n FROM api_keys').get() as { n: number }).n;
   }
 
   /** Marks the key revoked; returns false when no such key exists. Revoking twice keeps the first time. */
   revokeKey(id: string, now = new Date()): boolean {
-    const result = this.db
-      .prepare('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?')
+    const result = prepare(this.db, 'UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?')
       .run(now.toISOString(), id);
     return Number(result.changes) > 0;
   }

@@ -1,5 +1,6 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { newId } from '../ids.ts';
+import { prepare } from './db.ts';
 
 export const CONTACT_TYPES = ['general', 'sales', 'support', 'feedback', 'report-issue'] as const;
 export type ContactType = (typeof CONTACT_TYPES)[number];
@@ -21,8 +22,7 @@ export class ContactStore {
   insert(m: { type: ContactType; name: string; email: string; subject: string; message: string; clientIp: string | null }): ContactMessage {
     const id = newId('msg');
     const receivedAt = new Date().toISOString();
-    this.db
-      .prepare(
+    prepare(this.db, 
         `INSERT INTO contact_messages (id, type, name, email, subject, message, client_ip, received_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       )
@@ -31,6 +31,6 @@ export class ContactStore {
   }
 
   count(): number {
-    return (this.db.prepare('SELECT COUNT(*) AS n FROM contact_messages').get() as { n: number }).n;
+    return (prepare(this.db, 'SELECT COUNT(*) AS n FROM contact_messages').get() as { n: number }).n;
   }
 }

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { MIGRATIONS } from './migrations.ts';
 
 /**
@@ -41,4 +41,15 @@ export function transaction<T>(db: DatabaseSync, fn: () => T): T {
     if (db.isTransaction) db.exec('ROLLBACK');
     throw err;
   }
+}
+
+const statements = new WeakMap<DatabaseSync, Map<string, StatementSync>>();
+
+/** A prepared statement for `sql`, prepared once per connection and reused (preparing costs more than running). */
+export function prepare(db: DatabaseSync, sql: string): StatementSync {
+  let cache = statements.get(db);
+  if (!cache) statements.set(db, (cache = new Map()));
+  let stmt = cache.get(sql);
+  if (!stmt) cache.set(sql, (stmt = db.prepare(sql)));
+  return stmt;
 }

@@ -1,4 +1,5 @@
 import type { DatabaseSync } from 'node:sqlite';
+import { prepare } from './db.ts';
 
 export interface FileRecord {
   path: string;
@@ -38,7 +39,7 @@ export class FileStore {
   /** Writes a whole listing; call inside the transaction that completes the job. */
   insertListing(backupId: string, entries: FileRecord[]): number {
     const sorted = [...entries].sort(byteOrder);
-    const stmt = this.db.prepare(
+    const stmt = prepare(this.db, 
       `INSERT INTO backup_files (backup_id, seq, path, type, size_bytes, mode, modified_at, sha256, link_target)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
@@ -49,8 +50,7 @@ export class FileStore {
   /** Entries whose path starts with `prefix`, in byte order of path, after position `afterSeq`. */
   page(backupId: string, opts: { prefix?: string; afterSeq?: number; limit: number }): FilePage {
     const prefix = opts.prefix ?? '';
-    const rows = this.db
-      .prepare(
+    const rows = prepare(this.db, 
         `SELECT seq, path, type, size_bytes, mode, modified_at, sha256, link_target FROM backup_files
          WHERE backup_id = ? AND path >= ? AND path < ? AND seq > ?
          ORDER BY seq LIMIT ?`,
@@ -74,8 +74,7 @@ export class FileStore {
 
   /** Whether `path` is an entry of the backup or a directory holding entries. */
   matches(backupId: string, path: string): boolean {
-    const row = this.db
-      .prepare(
+    const row = prepare(this.db, 
         `SELECT 1 AS ok FROM backup_files WHERE backup_id = ? AND (path = ? OR (path >= ? AND path < ?)) LIMIT 1`,
       )
       .get(backupId, path, `${path}/`, `${path}/${MAX_CHAR}`);

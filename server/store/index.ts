@@ -2,7 +2,7 @@ import type { DatabaseSync } from 'node:sqlite';
 import { join } from 'node:path';
 import { AccountStore } from './accounts.ts';
 import { ContactStore } from './contacts.ts';
-import { openDatabase } from './db.ts';
+import { openDatabase, prepare } from './db.ts';
 import { FileStore } from './files.ts';
 import { JobStore } from './jobs.ts';
 import { NewsletterStore } from './newsletter.ts';
@@ -31,7 +31,7 @@ export class Store {
 
   /** A trivial query, for the status check. */
   ping(): boolean {
-    return (this.db.prepare('SELECT 1 AS ok').get() as { ok: number }).ok === 1;
+    return (prepare(this.db, 'SELECT 1 AS ok').get() as { ok: number }).ok === 1;
   }
 
   close(): void {

@@ -1,5 +1,5 @@
 import type { DatabaseSync } from 'node:sqlite';
-import { transaction } from './db.ts';
+import { prepare, transaction } from './db.ts';
 
 export type JobKind = 'backup' | 'restore';
 export type JobStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
@@ -109,8 +109,7 @@ export class JobStore {
   }
 
   insertBackup(job: Pick<BackupJob, 'id' | 'accountId' | 'source' | 'destination' | 'compression' | 'encryption' | 'deduplication'>): BackupJob {
-    this.db
-      .prepare(
+    prepare(this.db, 
         `INSERT INTO backup_jobs (id, account_id, status, source, destination, compression, encryption, deduplication, created_at)
          VALUES (?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
       )
@@ -119,8 +118,7 @@ export class JobStore {
   }
 
   insertRestore(job: Pick<RestoreJob, 'id' | 'accountId' | 'backupId' | 'targetPath' | 'paths' | 'overwrite'>): RestoreJob {
-    this.db
-      .prepare(
+    prepare(this.db, 
         `INSERT INTO restore_jobs (id, account_id, backup_id, status, target_path, paths, overwrite, created_at)
          VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)`,
       )
@@ -130,21 +128,20 @@ export class JobStore {
 
   /** With accountId, answers only that account's job (another account's id looks missing). */
   getBackup(id: string, accountId?: string): BackupJob | undefined {
-    const row = this.db.prepare('SELECT * FROM backup_jobs WHERE id = ?').get(id) as Row | undefined;
+    const row = prepare(this.db, 'SELECT * FROM backup_jobs WHERE id = ?').get(id) as Row | undefined;
     if (!row || (accountId !== undefined && row.account_id !== accountId)) return undefined;
     return toBackup(row);
   }
 
   getRestore(id: string, accountId?: string): RestoreJob | undefined {
-    const row = this.db.prepare('SELECT * FROM restore_jobs WHERE id = ?').get(id) as Row | undefined;
+    const row = prepare(this.db, 'SELECT * FROM restore_jobs WHERE id = ?').get(id) as Row | undefined;
     if (!row || (accountId !== undefined && row.account_id !== accountId)) return undefined;
     return toRestore(row);
   }
 
   /** Newest first; `before` is the last id of the previous page (ids sort by creation time). */
   listBackups(accountId: string, opts: { limit: number; before?: string; status?: JobStatus }): BackupJob[] {
-    const rows = this.db
-      .prepare(
+    const rows = prepare(this.db, 
         `SELECT * FROM backup_jobs WHERE account_id = ? AND (? IS NULL OR id < ?) AND (? IS NULL OR status = ?)
          ORDER BY id DESC LIMIT ?`,
       )
@@ -153,31 +150,27 @@ export class JobStore {
   }
 
   newestCompletedBackup(accountId: string): BackupJob | undefined {
-    const row = this.db
-      .prepare(`SELECT * FROM backup_jobs WHERE account_id = ? AND status = 'completed' ORDER BY id DESC LIMIT 1`)
+    const row = prepare(this.db, `SELECT * FROM backup_jobs WHERE account_id = ? AND status = 'completed' ORDER BY id DESC LIMIT 1`)
       .get(accountId) as Row | undefined;
     return row && toBackup(row);
   }
 
   /** queued -> running. False when the job is no longer queued (e.g. cancelled meanwhile). */
   markRunning(kind: JobKind, id: string): boolean {
-    const r = this.db
-      .prepare(`UPDATE ${TABLE[kind]} SET status = 'running', started_at = ? WHERE id = ? AND status = 'queued'`)
+    const r = prepare(this.db, `UPDATE ${TABLE[kind]} SET status = 'running', started_at = ? WHERE id = ? AND status = 'queued'`)
       .run(new Date().toISOString(), id);
     return Number(r.changes) > 0;
   }
 
   updateProgress(kind: JobKind, id: string, p: Progress): void {
-    this.db
-      .prepare(
+    prepare(this.db, 
         `UPDATE ${TABLE[kind]} SET files_done = ?, files_total = ?, bytes_done = ?, bytes_total = ? WHERE id = ? AND status = 'running'`,
       )
       .run(p.filesDone, p.filesTotal, p.bytesDone, p.bytesTotal, id);
   }
 
   completeBackup(id: string, r: { snapshotId: string; filesBackedUp: number; sizeBytes: number; storedBytes: number; progress: Progress }): boolean {
-    const res = this.db
-      .prepare(
+    const res = prepare(this.db, 
         `UPDATE backup_jobs SET status = 'completed', finished_at = ?, snapshot_id = ?, files_backed_up = ?, size_bytes = ?, stored_bytes = ?,
            files_done = ?, files_total = ?, bytes_done = ?, bytes_total = ?
          WHERE id = ? AND status = 'running'`,
@@ -188,8 +181,7 @@ export class JobStore {
   }
 
   completeRestore(id: string, r: { filesRestored: number; filesSkipped: number; sizeBytes: number; progress: Progress }): boolean {
-    const res = this.db
-      .prepare(
+    const res = prepare(this.db, 
         `UPDATE restore_jobs SET status = 'completed', finished_at = ?, files_restored = ?, files_skipped = ?, size_bytes = ?,
            files_done = ?, files_total = ?, bytes_done = ?, bytes_total = ?
          WHERE id = ? AND status = 'running'`,
@@ -201,8 +193,7 @@ export class JobStore {
 
   /** Moves a queued or running job to failed or cancelled; false when it had already finished. */
   finish(kind: JobKind, id: string, status: 'failed' | 'cancelled', error: JobError | null): boolean {
-    const res = this.db
-      .prepare(
+    const res = prepare(this.db, 
         `UPDATE ${TABLE[kind]} SET status = ?, finished_at = ?, error_code = ?, error_message = ?
          WHERE id = ? AND status IN ('queued', 'running')`,
       )
@@ -219,12 +210,12 @@ export class JobStore {
       const interrupted: string[] = [];
       const queued: Array<{ kind: JobKind; id: string }> = [];
       for (const kind of ['backup', 'restore'] as const) {
-        const running = this.db.prepare(`SELECT id FROM ${TABLE[kind]} WHERE status = 'running'`).all() as Array<{ id: string }>;
+        const running = prepare(this.db, `SELECT id FROM ${TABLE[kind]} WHERE status = 'running'`).all() as Array<{ id: string }>;
         for (const { id } of running) {
           this.finish(kind, id, 'failed', { code: 'INTERRUPTED', message: 'The server stopped while the job was running.' });
           interrupted.push(id);
         }
-        const waiting = this.db.prepare(`SELECT id FROM ${TABLE[kind]} WHERE status = 'queued' ORDER BY id`).all() as Array<{ id: string }>;
+        const waiting = prepare(this.db, `SELECT id FROM ${TABLE[kind]} WHERE status = 'queued' ORDER BY id`).all() as Array<{ id: string }>;
         for (const { id } of waiting) queued.push({ kind, id });
       }
       queued.sort((a, b) => (a.id.slice(4) < b.id.slice(4) ? -1 : 1));
@@ -233,8 +224,7 @@ export class JobStore {
   }
 
   counts(): { queued: number; running: number } {
-    const rows = this.db
-      .prepare(
+    const rows = prepare(this.db, 
         `SELECT status, COUNT(*) AS n FROM (
            SELECT status FROM backup_jobs WHERE status IN ('queued', 'running')
            UNION ALL SELECT status FROM restore_jobs WHERE status IN ('queued', 'running'))

@@ -1,4 +1,5 @@
 import type { DatabaseSync } from 'node:sqlite';
+import { prepare } from './db.ts';
 
 export interface Subscriber {
   email: string;
@@ -24,14 +25,12 @@ export class NewsletterStore {
   /** Subscribes once; a repeat returns the existing record with created=false. */
   subscribe(email: string, source: string): { subscriber: Subscriber; created: boolean } {
     const normalized = normalizeEmail(email);
-    const res = this.db
-      .prepare(
+    const res = prepare(this.db, 
         `INSERT INTO newsletter_subscribers (email, source, status, subscribed_at) VALUES (?, ?, 'subscribed', ?)
          ON CONFLICT(email) DO NOTHING`,
       )
       .run(normalized, source, new Date().toISOString());
-    const row = this.db
-      .prepare('SELECT email, source, status, subscribed_at FROM newsletter_subscribers WHERE email = ?')
+    const row = prepare(this.db, 'SELECT email, source, status, subscribed_at FROM newsletter_subscribers WHERE email = ?')
       .get(normalized) as { email: string; source: string; status: 'subscribed'; subscribed_at: string };
     return {
       subscriber: { email: row.email, source: row.source, status: row.status, subscribedAt: row.subscribed_at },

@@ -27,8 +27,8 @@ describe('public tools over real HTTP', () => {
     for (const h of harnesses.splice(0)) await h.cleanup();
     for (const s of servers.splice(0)) s.close();
   });
-  async function harness(env: Record<string, string> = {}, siteCheck = {}) {
-    const h = await startHarness({ RATE_LIMITS: 'off', ...env }, { siteCheck });
+  async function harness(env: Record<string, string> = {}, siteCheck = {}, ipInfo = {}) {
+    const h = await startHarness({ RATE_LIMITS: 'off', ...env }, { siteCheck, ipInfo });
     harnesses.push(h);
     return h;
   }
@@ -100,6 +100,18 @@ describe('public tools over real HTTP', () => {
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ ip: '127.0.0.1', version: 4, scope: 'loopback' });
     expect(res.body.data.user_agent).toHaveLength(512);
+  });
+
+  it('ip-info behind a trusted proxy reports the forwarded public address with its confirmed name', async () => {
+    const lookup = () => ({
+      reverse: async (ip: string) => (ip === '8.8.4.4' ? ['resolver.example.'] : []),
+      forward: async (name: string) => (name === 'resolver.example' ? ['8.8.4.4'] : []),
+    });
+    const h = await harness({ TRUST_PROXY: 'loopback' }, {}, { lookup });
+    const res = await h.request('/api/tools/ip-info', { headers: { 'X-Forwarded-For': '8.8.4.4' } });
+    expect(res.body.data).toEqual({ ip: '8.8.4.4', version: 4, scope: 'public', hostname: 'resolver.example', user_agent: expect.any(String) });
+    const v6 = await h.request('/api/tools/ip-info', { headers: { 'X-Forwarded-For': '2001:db8::1' } });
+    expect(v6.body.data).toMatchObject({ ip: '2001:db8::1', version: 6, scope: 'reserved', hostname: null });
   });
 
   it('newsletter: 201 once, then 200 with the first record, never a duplicate', async () => {
