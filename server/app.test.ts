@@ -67,6 +67,9 @@ describe('HTTP plumbing over real HTTP', () => {
     const tools = await h.request('/api/tools/ip-info', { method: 'POST' });
     expectError(tools, 405, 'METHOD_NOT_ALLOWED');
     expect(tools.headers.get('allow')).toBe('GET');
+    const head = await fetch(h.base + '/api/v1/status', { method: 'HEAD' });
+    expect(head.status).toBe(405);
+    expect(head.headers.get('allow')).toBe('GET');
   });
 
   it('refuses other media types (415), bodies over 64 KiB (413) and broken JSON (400 INVALID_JSON)', async () => {

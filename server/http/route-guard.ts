@@ -18,7 +18,7 @@ function templateToRegExp(template: string): RegExp {
 
 /**
  * Runs before any operation: a path no operation has answers 404 NOT_FOUND, a known path with
- * another method 405 METHOD_NOT_ALLOWED with Allow (HEAD is served wherever GET is, unlisted).
+ * another method 405 METHOD_NOT_ALLOWED with Allow (HEAD included: the documents declare none).
  * Matching is exact (case-sensitive, no trailing slash), like the routes and the validator, so
  * no request can reach a handler by a spelling the validator does not recognise.
  */
@@ -36,8 +36,7 @@ export function routeGuard(routes: readonly RouteShape[]): RequestHandler {
       next(new ApiError('NOT_FOUND', 'No such resource.'));
       return;
     }
-    const method = req.method === 'HEAD' ? 'GET' : req.method;
-    if (!allowed.has(method)) {
+    if (!allowed.has(req.method)) {
       const list = [...allowed].sort();
       next(new ApiError('METHOD_NOT_ALLOWED', `${req.method} is not allowed on this path.`, { allowed_methods: list }, { Allow: list.join(', ') }));
       return;
