@@ -31,8 +31,8 @@ async function serve(app: express.Express): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-/** A clock the test moves by hand; starts mid-second to exercise rounding. */
-function manualClock(start = 1_800_000_000_250) {
+/** A clock the test moves by hand; starts 250 ms into a clock hour (windows align to the clock). */
+function manualClock(start = 1_800_000_000_000 + 250) {
   let t = start;
   return { now: () => t, advance: (ms: number) => void (t += ms) };
 }
@@ -85,7 +85,8 @@ describe('rateLimit middleware over real HTTP', () => {
     expect(refused).toHaveLength(70);
     expect(handled).toBe(30);
 
-    const resetSeconds = Math.ceil((clock.now() + 60_000) / 1000);
+    // The clock-aligned minute that contains now ends at the next full minute.
+    const resetSeconds = 1_800_000_060;
     for (const a of answers) {
       expect(a.limit).toBe(30);
       expect(a.reset).toBe(resetSeconds);
@@ -96,7 +97,7 @@ describe('rateLimit middleware over real HTTP', () => {
     for (const a of refused) {
       expect(a.remaining).toBe(0);
       expect(a.body.error?.code).toBe('RATE_LIMITED');
-      // The whole window is ahead (the clock did not move): 60 s, and the same in the draft header.
+      // 59.75 s of the window are left, rounded up; the same in the draft header.
       expect(a.retryAfter).toBe('60');
       expect(a.draft).toBe('"tools-ip-info";r=0;t=60');
     }
@@ -115,8 +116,9 @@ describe('rateLimit middleware over real HTTP', () => {
     clock.advance(44_500);
     const refused = await call(`${base}/x`);
     expect(refused.status).toBe(429);
-    // 15.5 s left, rounded up.
+    // 60 - 0.25 - 44.5 = 15.25 s left, rounded up.
     expect(refused.retryAfter).toBe('16');
+    expect(refused.reset).toBe(1_800_000_060);
     const nowSeconds = clock.now() / 1000;
     expect(Math.abs(refused.reset - nowSeconds - Number(refused.retryAfter))).toBeLessThanOrEqual(1);
   });
@@ -133,14 +135,14 @@ describe('rateLimit middleware over real HTTP', () => {
     const first = await call(`${base}/x`);
     expect(first.status).toBe(429);
 
-    clock.advance(59_999);
+    expect(first.reset).toBe(1_800_000_060);
+    clock.advance(59_749); // 1 ms before the full minute
     expect((await call(`${base}/x`)).status).toBe(429);
     clock.advance(1);
     const fresh = await call(`${base}/x`);
     expect(fresh.status).toBe(200);
     expect(fresh.remaining).toBe(2);
-    expect(fresh.reset).toBe(Math.ceil((clock.now() + 60_000) / 1000));
-    expect(fresh.reset).toBeGreaterThan(first.reset);
+    expect(fresh.reset).toBe(1_800_000_120);
   });
 
   it('counts each key on its own and takes the limit per request (plans)', async () => {
@@ -185,16 +187,17 @@ describe('rateLimit middleware over real HTTP', () => {
   });
 });
 
-describe('failureLimit over real HTTP (POST /auth/token)', () => {
+describe('failureLimit over real HTTP (POST /auth/token and other operations)', () => {
   const GOOD = 'right-secret';
 
-  function tokenApp(store: MemoryRateLimitStore, checked: { count: number }) {
+  function authApp(store: MemoryRateLimitStore, checked: { count: number }) {
+    const failures = failureLimit({ store, name: 'auth-failures', key: clientKey, limit: 3, windowMs: 3_600_000 });
     const app = express();
     app.use(express.json());
     app.post(
       '/auth/token',
-      rateLimit({ store, name: 'auth-token', key: clientKey, limit: 50, windowMs: 60_000 }),
-      failureLimit({ store, name: 'auth-token-failures', key: clientKey, limit: 3, windowMs: 900_000 }),
+      rateLimit({ store, name: 'auth-token', key: clientKey, limit: 50, windowMs: 3_600_000 }),
+      failures.guard,
       async (req, res) => {
         checked.count++;
         await new Promise((r) => setTimeout(r, 5));
@@ -204,6 +207,12 @@ describe('failureLimit over real HTTP (POST /auth/token)', () => {
         res.json({ access_token: 't' });
       },
     );
+    // Another operation: a request without a valid token is a failure too.
+    app.get('/backup', (req, res) => {
+      if (req.header('authorization') !== 'Bearer good') throw new ApiError('UNAUTHORIZED', 'A valid bearer token is required.');
+      res.json({ items: [] });
+    });
+    app.use(failures.countErrors);
     return app;
   }
 
@@ -218,34 +227,31 @@ describe('failureLimit over real HTTP (POST /auth/token)', () => {
     const clock = manualClock();
     const store = new MemoryRateLimitStore({ now: clock.now });
     const checked = { count: 0 };
-    const base = await serve(tokenApp(store, checked));
+    const base = await serve(authApp(store, checked));
 
     for (let i = 0; i < 3; i++) expect((await attempt(base, 'wrong')).status).toBe(401);
     const locked = await attempt(base, GOOD);
     expect(locked.status).toBe(429);
     expect(locked.body.error?.code).toBe('RATE_LIMITED');
-    // The headers describe the binding limit: the failure limit.
+    // The headers describe the binding limit: the failure limit, to the end of the clock hour.
     expect([locked.limit, locked.remaining]).toEqual([3, 0]);
-    expect(locked.retryAfter).toBe('900');
-    expect(locked.reset).toBe(Math.ceil((clock.now() + 900_000) / 1000));
+    expect(locked.reset).toBe(1_800_003_600);
+    expect(locked.retryAfter).toBe('3600');
     expect(checked.count).toBe(3);
 
-    clock.advance(899_000);
+    clock.advance(3_599_749);
     expect((await attempt(base, GOOD)).status).toBe(429);
-    clock.advance(1_000);
+    clock.advance(1);
     expect((await attempt(base, GOOD)).status).toBe(200);
   });
 
   it('does not count successes, and a success does not wipe earlier failures', async () => {
     const store = new MemoryRateLimitStore();
     const checked = { count: 0 };
-    const base = await serve(tokenApp(store, checked));
+    const base = await serve(authApp(store, checked));
     expect((await attempt(base, 'wrong')).status).toBe(401);
     expect((await attempt(base, 'wrong')).status).toBe(401);
-    for (let i = 0; i < 5; i++) {
-      const ok = await attempt(base, GOOD);
-      expect(ok.status).toBe(200);
-    }
+    for (let i = 0; i < 5; i++) expect((await attempt(base, GOOD)).status).toBe(200);
     expect((await attempt(base, 'wrong')).status).toBe(401);
     expect((await attempt(base, GOOD)).status).toBe(429);
   });
@@ -253,22 +259,48 @@ describe('failureLimit over real HTTP (POST /auth/token)', () => {
   it('checks at most the limit of credentials out of a parallel burst', async () => {
     const store = new MemoryRateLimitStore();
     const checked = { count: 0 };
-    const base = await serve(tokenApp(store, checked));
+    const base = await serve(authApp(store, checked));
     const answers = await Promise.all(Array.from({ length: 40 }, () => attempt(base, 'wrong')));
     expect(checked.count).toBe(3);
     expect(answers.filter((a) => a.status === 401)).toHaveLength(3);
-    // 40 attempts against a per-minute limit of 50: the rest are refused by the failure limit.
+    // 40 attempts against a request limit of 50: the rest are refused by the failure limit.
     expect(answers.filter((a) => a.status === 429)).toHaveLength(37);
   });
 
   it('headers describe whichever limit has fewer requests left', async () => {
     const store = new MemoryRateLimitStore();
     const checked = { count: 0 };
-    const base = await serve(tokenApp(store, checked));
+    const base = await serve(authApp(store, checked));
     const first = await attempt(base, GOOD);
-    // General: 50 → 49 left. Failures: 3 → 2 left counting this attempt → the failure limit binds.
+    // Requests: 50 → 49 left. Failures: 3 → 2 left counting this attempt → the failure limit binds.
     expect([first.limit, first.remaining]).toEqual([3, 2]);
-    expect(first.policy).toBe('"auth-token-failures";q=3;w=900');
+    expect(first.policy).toBe('"auth-failures";q=3;w=3600');
+  });
+
+  it('counts requests without a valid token on other operations, which then lock the login', async () => {
+    const store = new MemoryRateLimitStore();
+    const checked = { count: 0 };
+    const base = await serve(authApp(store, checked));
+    const fine = await call(`${base}/backup`, { headers: { authorization: 'Bearer good' } });
+    expect(fine.status).toBe(200);
+    const answers: Answer[] = [];
+    for (let i = 0; i < 4; i++) answers.push(await call(`${base}/backup`, { headers: { authorization: 'Bearer forged' } }));
+    // Still 401 (the operation's own answer), with headers describing the failure limit.
+    expect(answers.map((a) => a.status)).toEqual([401, 401, 401, 401]);
+    expect(answers.map((a) => a.remaining)).toEqual([2, 1, 0, 0]);
+    expect(answers.every((a) => a.limit === 3 && a.body.error?.code === 'UNAUTHORIZED')).toBe(true);
+    expect((await attempt(base, GOOD)).status).toBe(429);
+    expect(checked.count).toBe(0);
+  });
+
+  it('does not count a login failure twice', async () => {
+    const store = new MemoryRateLimitStore();
+    const checked = { count: 0 };
+    const base = await serve(authApp(store, checked));
+    const first = await attempt(base, 'wrong');
+    expect([first.status, first.remaining]).toEqual([401, 2]);
+    const second = await attempt(base, 'wrong');
+    expect([second.status, second.remaining]).toEqual([401, 1]);
   });
 });
 

@@ -6,7 +6,7 @@
  *
  * The error handler must keep headers already set on the response and add ApiError.headers.
  */
-import type { Request, RequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import type { RateLimitState, RateLimitStore } from '../ratelimit/store.ts';
 import { ApiError } from './errors.ts';
 
@@ -85,34 +85,67 @@ export interface FailureLimitOptions {
   store: RateLimitStore;
   name: string;
   key: (req: Request, res: Response) => string;
-  /** Failures allowed per window (e.g. 10). */
+  /** Failures allowed per window (the contract: 30 per hour per client address). */
   limit: number;
   windowMs: number;
-  /** Whether a finished response counts as a failure (default: status 401). */
+  /** Whether a finished login response counts as a failure (default: status 401). */
   isFailure?: (res: Response) => boolean;
   draftHeaders?: boolean;
 }
 
-/**
- * The harder limit on failed attempts (POST /auth/token). Each attempt takes a slot before the
- * credentials are checked and gives it back when the response is not a failure, so parallel
- * attempts cannot check more than `limit` credentials per window. Once `limit` failures are
- * counted, every attempt from the key answers 429, good credentials included, until the window
- * (started by the first failure) ends. A success does not clear earlier failures.
- */
-export function failureLimit(options: FailureLimitOptions): RequestHandler {
+export interface FailureLimit {
+  /**
+   * Middleware for the login operation (POST /auth/token), after its request limit. Each
+   * attempt takes a slot before the credentials are checked and gives it back when the answer
+   * is not a failure, so parallel attempts cannot check more than `limit` credentials per
+   * window. Once `limit` failures are counted, every attempt from the key answers 429, good
+   * credentials included, until the window ends. A success does not clear earlier failures.
+   */
+  guard: RequestHandler;
+  /**
+   * Error middleware, mounted after the routes and before the error handler: a 401 ApiError of
+   * any other operation (no valid token) counts as one failure, and the rate-limit headers then
+   * describe the failure limit. The answer stays 401.
+   */
+  countErrors: ErrorRequestHandler;
+  /** Counts one failure for the request's key and sets the headers (what countErrors does). */
+  record(req: Request, res: Response): Promise<void>;
+}
+
+const GUARDED = Symbol('failureGuarded');
+type GuardedResponse = Response & { [GUARDED]?: true };
+
+/** The harder limit on failed authentication per client address. */
+export function failureLimit(options: FailureLimitOptions): FailureLimit {
   const { store, name, limit, windowMs } = options;
   const isFailure = options.isFailure ?? ((res: Response) => res.statusCode === 401);
   const draftHeaders = options.draftHeaders ?? true;
-  return async (req, res, next) => {
-    const key = `${name}:${options.key(req, res)}`;
+  const keyOf = (req: Request, res: Response) => `${name}:${options.key(req, res)}`;
+
+  const guard: RequestHandler = async (req, res, next) => {
+    const key = keyOf(req, res);
     const state = await store.hit(key, limit, windowMs);
     applyIfBinding(res, { name, windowMs, state }, draftHeaders);
     if (!state.allowed) throw rateLimited(state, windowMs);
+    (res as GuardedResponse)[GUARDED] = true;
     // A response that never finished (client gone) stays counted.
     res.once('finish', () => {
       if (!isFailure(res)) void store.refund(key, state.resetAt);
     });
     next();
   };
+
+  const record = async (req: Request, res: Response): Promise<void> => {
+    const state = await store.hit(keyOf(req, res), limit, windowMs);
+    applyIfBinding(res, { name, windowMs, state }, draftHeaders);
+  };
+
+  const countErrors: ErrorRequestHandler = async (err, req, res, next) => {
+    if (err instanceof ApiError && err.status === 401 && !(res as GuardedResponse)[GUARDED] && !res.headersSent) {
+      await record(req, res);
+    }
+    next(err);
+  };
+
+  return { guard, countErrors, record };
 }

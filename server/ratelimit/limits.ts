@@ -20,14 +20,15 @@ export const TOOL_LIMITS = {
   contacts: 5,
 } as const;
 
-/** POST /auth/token requests per client address per minute (all attempts). */
-export const TOKEN_LIMIT_PER_MINUTE = 20;
+/** POST /auth/token requests per client address per hour (all attempts). */
+export const TOKEN_REQUESTS = { limit: 60, windowMs: HOUR_MS } as const;
 
 /**
- * Failed POST /auth/token attempts per client address per 15 minutes; past it every attempt
- * from that address answers 429, even with good credentials, until the window ends.
+ * Failed authentications (401 on POST /auth/token, and requests without a valid token on the
+ * other operations) per client address per hour. Once used up, POST /auth/token answers 429 to
+ * that address, good credentials included, until the window ends.
  */
-export const TOKEN_FAILURES = { limit: 10, windowMs: 15 * MINUTE_MS } as const;
+export const AUTH_FAILURES = { limit: 30, windowMs: HOUR_MS } as const;
 
 export function planLimit(plan: string): number {
   return plan in PLAN_LIMITS ? PLAN_LIMITS[plan as Plan] : PLAN_LIMITS.free_trial;

@@ -3,8 +3,9 @@
  * store (Redis: INCR + PEXPIRE in one script) can serve several server instances; the
  * in-process store is the default.
  *
- * A window starts at a key's first counted hit and lasts `windowMs` (as GitHub's hourly
- * window does), so keys do not all reset at the same instant.
+ * Windows are aligned to the clock, as the contract documents: a one-hour window runs from the
+ * full hour to the next (epoch milliseconds divisible by `windowMs`), so X-RateLimit-Reset is
+ * predictable and a shared store can name a window by its start.
  */
 
 export interface RateLimitState {
@@ -32,6 +33,11 @@ export interface RateLimitStore {
   refund(key: string, resetAt: number): Promise<void>;
   /** Forget a key. */
   reset(key: string): Promise<void>;
+}
+
+/** The end of the clock-aligned window of length `windowMs` that contains `now`. */
+export function windowEnd(now: number, windowMs: number): number {
+  return (Math.floor(now / windowMs) + 1) * windowMs;
 }
 
 interface Window {
@@ -73,7 +79,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
     if (now >= this.#nextSweep) this.sweep(now);
     let window = this.#windows.get(key);
     if (!window || window.resetAt <= now) {
-      window = { count: 0, resetAt: now + windowMs };
+      window = { count: 0, resetAt: windowEnd(now, windowMs) };
       this.#windows.set(key, window);
     }
     const allowed = window.count < limit;

@@ -15,24 +15,23 @@ import { ApiError } from '../../http/errors.ts';
 import { normalizeAddress } from './address.ts';
 import type { TargetPolicy } from './target-policy.ts';
 
+/** The `reason` enum of the SiteCheck schema. */
 export type CheckSiteReason =
-  | 'http_error'
-  | 'dns_failure'
-  | 'connection_refused'
-  | 'connection_failed'
-  | 'tls_error'
-  | 'timeout'
-  | 'too_many_redirects'
-  | 'invalid_redirect'
-  | 'invalid_response';
+  | 'DNS_FAILURE'
+  | 'CONNECTION_REFUSED'
+  | 'CONNECTION_RESET'
+  | 'TIMEOUT'
+  | 'TLS_ERROR'
+  | 'HTTP_ERROR'
+  | 'TOO_MANY_REDIRECTS';
 
 export interface CheckSiteResult {
-  /** The URL checked, as the URL parser normalized it. */
+  /** The URL checked, as sent. */
   url: string;
   status: 'up' | 'down';
   /** The status of the last response, or null when none arrived. */
   http_status: number | null;
-  /** From the start of the check to the last response's headers (or the failure). */
+  /** From the start of the check to the last response's headers (or the failure), at most the timeout. */
   response_time_ms: number;
   checked_at: string;
   /** Why the site is down; null when it is up. */
@@ -70,18 +69,9 @@ class Down extends Error {
   }
 }
 
-/** The URL as reported back: without user name and password (they are never sent either). */
-function shown(url: URL): string {
-  if (url.username === '' && url.password === '') return url.href;
-  const copy = new URL(url.href);
-  copy.username = '';
-  copy.password = '';
-  return copy.href;
-}
-
 function notAllowed(url: URL): ApiError {
   return new ApiError('URL_NOT_ALLOWED', 'This URL may not be checked: its scheme, port or address is not allowed.', {
-    url: shown(url),
+    url: url.href,
   });
 }
 
@@ -113,10 +103,10 @@ async function allowedAddresses(url: URL, options: CheckSiteOptions, signal: Abo
     try {
       candidates = await abortable((options.resolve ?? systemResolver)(host), signal);
     } catch {
-      if (signal.aborted) throw new Down('timeout');
-      throw new Down('dns_failure');
+      if (signal.aborted) throw new Down('TIMEOUT');
+      throw new Down('DNS_FAILURE');
     }
-    if (candidates.length === 0) throw new Down('dns_failure');
+    if (candidates.length === 0) throw new Down('DNS_FAILURE');
   }
   const port = targetPort(url);
   const allowed = candidates.filter((a) => {
@@ -136,12 +126,6 @@ function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-function networkReason(err: unknown): CheckSiteReason {
-  const code = (err as NodeJS.ErrnoException).code ?? '';
-  if (code === 'ECONNREFUSED') return 'connection_refused';
-  if (code.startsWith('HPE_')) return 'invalid_response';
-  return 'connection_failed';
-}
 
 /**
  * A TCP connection to `address`, verified against the policy on the address actually
@@ -152,12 +136,13 @@ function connectChecked(address: string, port: number, policy: TargetPolicy, url
     const socket = net.connect({ host: address, port, noDelay: true });
     const onAbort = () => {
       socket.destroy();
-      reject(new Down('timeout'));
+      reject(new Down('TIMEOUT'));
     };
     signal.addEventListener('abort', onAbort, { once: true });
-    socket.on('error', (err) => {
+    // Failing to connect at all (refused, host or network unreachable).
+    socket.on('error', () => {
       signal.removeEventListener('abort', onAbort);
-      reject(new Down(networkReason(err)));
+      reject(new Down('CONNECTION_REFUSED'));
     });
     socket.once('connect', () => {
       signal.removeEventListener('abort', onAbort);
@@ -183,13 +168,13 @@ function startTls(socket: net.Socket, url: URL, options: CheckSiteOptions, signa
     });
     const onAbort = () => {
       secure.destroy();
-      reject(new Down('timeout'));
+      reject(new Down('TIMEOUT'));
     };
     signal.addEventListener('abort', onAbort, { once: true });
     secure.on('error', () => {
       signal.removeEventListener('abort', onAbort);
       secure.destroy();
-      reject(new Down('tls_error'));
+      reject(new Down('TLS_ERROR'));
     });
     secure.once('secureConnect', () => {
       signal.removeEventListener('abort', onAbort);
@@ -202,13 +187,13 @@ function startTls(socket: net.Socket, url: URL, options: CheckSiteOptions, signa
 async function openConnection(url: URL, options: CheckSiteOptions, signal: AbortSignal): Promise<net.Socket> {
   const addresses = await allowedAddresses(url, options, signal);
   const port = targetPort(url);
-  let lastError: unknown = new Down('connection_failed');
+  let lastError: unknown = new Down('CONNECTION_REFUSED');
   for (const address of addresses) {
     let socket: net.Socket;
     try {
       socket = await connectChecked(address, port, options.policy, url, signal);
     } catch (err) {
-      if (!(err instanceof Down) || err.reason === 'timeout') throw err;
+      if (!(err instanceof Down) || err.reason === 'TIMEOUT') throw err;
       lastError = err;
       continue;
     }
@@ -236,7 +221,7 @@ function requestHead(socket: net.Socket, url: URL, signal: AbortSignal): Promise
     const onAbort = () => {
       req.destroy();
       socket.destroy();
-      reject(new Down('timeout'));
+      reject(new Down('TIMEOUT'));
     };
     signal.addEventListener('abort', onAbort, { once: true });
     req.once('response', (res) => {
@@ -246,42 +231,60 @@ function requestHead(socket: net.Socket, url: URL, signal: AbortSignal): Promise
       socket.destroy();
       resolve({ status: res.statusCode ?? 0, location });
     });
-    req.on('error', (err) => {
+    // Connected, but no valid status line: reset, hang-up, or a reply that is not HTTP.
+    req.on('error', () => {
       signal.removeEventListener('abort', onAbort);
       socket.destroy();
-      reject(new Down(networkReason(err)));
+      reject(new Down('CONNECTION_RESET'));
     });
     req.end();
   });
 }
 
+function invalidUrl(message: string): ApiError {
+  return new ApiError('VALIDATION_ERROR', 'The request is not valid.', { errors: [{ path: '/body/url', message }] });
+}
+
+/** The URL sent: absolute http(s), without user information (as the request schema says). */
 function parseInput(input: string): URL {
+  let url: URL;
   try {
-    return new URL(input);
+    url = new URL(input);
   } catch {
-    throw new ApiError('VALIDATION_ERROR', 'The request is not valid.', {
-      errors: [{ path: '/body/url', message: 'must be an absolute URL' }],
-    });
+    throw invalidUrl('must be an absolute http or https URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidUrl('must be an absolute http or https URL');
+  if (url.username !== '' || url.password !== '') throw invalidUrl('must not contain user information');
+  return url;
+}
+
+function followable(location: string | undefined, base: URL): URL | null {
+  if (location === undefined) return null;
+  try {
+    return new URL(location, base);
+  } catch {
+    return null;
   }
 }
 
 /**
  * Checks `input` (an absolute http or https URL). Resolves with the result, up or down; throws
  * ApiError URL_NOT_ALLOWED (details.url = the refused URL or redirect hop) when the URL or any
- * redirect hop has another scheme, port 0 or an address the policy refuses, and
- * VALIDATION_ERROR when the input is not an absolute URL.
+ * redirect hop has port 0 or an address the policy refuses, or a redirect leads to another
+ * scheme; VALIDATION_ERROR when the input is not an absolute http(s) URL or has user information.
  */
 export async function checkSite(input: string, options: CheckSiteOptions): Promise<CheckSiteResult> {
   const first = parseInput(input);
   const checkedAt = new Date();
   const started = performance.now();
-  const timeout = AbortSignal.timeout(options.timeoutMs ?? 10_000);
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const timeout = AbortSignal.timeout(timeoutMs);
   const maxRedirects = options.maxRedirects ?? 5;
   const result = (status: 'up' | 'down', httpStatus: number | null, reason: CheckSiteReason | null): CheckSiteResult => ({
-    url: shown(first),
+    url: input,
     status,
     http_status: httpStatus,
-    response_time_ms: Math.round(performance.now() - started),
+    response_time_ms: Math.min(timeoutMs, Math.round(performance.now() - started)),
     checked_at: checkedAt.toISOString(),
     reason,
   });
@@ -292,18 +295,16 @@ export async function checkSite(input: string, options: CheckSiteOptions): Promi
       checkUrl(url);
       const socket = await openConnection(url, options, timeout);
       const head = await requestHead(socket, url, timeout);
-      if (REDIRECTS.has(head.status) && head.location !== undefined) {
-        if (redirects === maxRedirects) throw new Down('too_many_redirects', head.status);
-        try {
-          url = new URL(head.location, url);
-        } catch {
-          throw new Down('invalid_redirect', head.status);
-        }
+      // A redirect without a usable Location is a final answer.
+      const next = REDIRECTS.has(head.status) ? followable(head.location, url) : null;
+      if (next) {
+        if (redirects === maxRedirects) throw new Down('TOO_MANY_REDIRECTS', head.status);
+        url = next;
         continue;
       }
       if (head.status >= 200 && head.status < 400) return result('up', head.status, null);
-      if (head.status >= 400 && head.status < 600) return result('down', head.status, 'http_error');
-      return result('down', head.status, 'invalid_response');
+      if (head.status >= 400 && head.status < 600) return result('down', head.status, 'HTTP_ERROR');
+      return result('down', null, 'CONNECTION_RESET');
     }
   } catch (err) {
     if (err instanceof Down) return result('down', err.httpStatus, err.reason);

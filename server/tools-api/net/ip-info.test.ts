@@ -1,11 +1,28 @@
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import type { FormatsPlugin } from 'ajv-formats';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clientAddress } from '../../http/client-address.ts';
-import { buildIpInfo, reverseHostname } from './ip-info.ts';
-import type { NameLookup } from './ip-info.ts';
+import { buildIpInfo as build, reverseHostname } from './ip-info.ts';
+import type { IpInfo, IpInfoOptions, NameLookup } from './ip-info.ts';
+
+// Every answer must satisfy the contract's IpInfo schema (the bundled tools document).
+const addFormats = ((addFormatsModule as unknown as { default?: FormatsPlugin }).default ?? addFormatsModule) as FormatsPlugin;
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats(ajv);
+ajv.addSchema(JSON.parse(readFileSync(new URL('../../../generated/tools.openapi.json', import.meta.url), 'utf8')) as object, 'tools');
+const ipInfoSchema = ajv.getSchema('tools#/components/schemas/IpInfo')!;
+
+async function buildIpInfo(address: string, userAgent: string | undefined, options?: IpInfoOptions): Promise<IpInfo> {
+  const info = await build(address, userAgent, options);
+  expect(ipInfoSchema(info), JSON.stringify(ipInfoSchema.errors)).toBe(true);
+  return info;
+}
 
 /** An in-process name table standing in for DNS (no query leaves the process); records every question. */
 function table(reverse: Record<string, string[]>, forward: Record<string, string[]>) {
@@ -34,6 +51,10 @@ describe('buildIpInfo', () => {
     ['fd00::5', 6, 'private'],
     ['169.254.169.254', 4, 'link_local'],
     ['100.64.1.1', 4, 'cgnat'],
+    ['192.0.2.1', 4, 'reserved'],
+    ['2001:db8::1', 6, 'reserved'],
+    ['198.18.0.1', 4, 'reserved'],
+    ['::', 6, 'reserved'],
   ] as const)('never asks DNS about %s (%s, %s)', async (address, version, scope) => {
     const dns = table({}, {});
     const info = await buildIpInfo(address, 'curl/8.5.0', { lookup: dns.lookup });

@@ -8,10 +8,26 @@ import { Resolver } from 'node:dns/promises';
 import { classifyAddress, normalizeAddress } from './address.ts';
 import type { AddressScope } from './address.ts';
 
+/** The `scope` enum of the IpInfo schema: the classifier's finer scopes fold into `reserved`. */
+export type IpInfoScope = 'public' | 'private' | 'loopback' | 'link_local' | 'cgnat' | 'reserved';
+
+export function ipInfoScope(scope: AddressScope): IpInfoScope {
+  switch (scope) {
+    case 'public':
+    case 'private':
+    case 'loopback':
+    case 'link_local':
+    case 'cgnat':
+      return scope;
+    default:
+      return 'reserved';
+  }
+}
+
 export interface IpInfo {
   ip: string;
   version: 4 | 6;
-  scope: AddressScope;
+  scope: IpInfoScope;
   hostname: string | null;
   user_agent: string | null;
 }
@@ -87,7 +103,7 @@ export async function buildIpInfo(address: string, userAgent: string | undefined
   return {
     ip,
     version: ip.includes(':') ? 6 : 4,
-    scope: classifyAddress(ip)!,
+    scope: ipInfoScope(classifyAddress(ip)!),
     hostname: await reverseHostname(ip, options),
     user_agent: ua === '' ? null : ua.slice(0, USER_AGENT_MAX),
   };
