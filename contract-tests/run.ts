@@ -64,7 +64,7 @@ const checks: Check[] = [
   },
   { name: 'prism-proxy', run: () => withServer('prism-proxy', { BACKUP_BOOTSTRAP_PLAN: 'free_trial', TRUST_PROXY: 'loopback' }, (s) => prismProxyCheck(ctx, s)) },
   { name: 'arazzo', run: () => withServer('arazzo', {}, (s) => arazzoCheck(ctx, s)) },
-  { name: 'fuzz', run: () => withServer('fuzz', {}, (s) => fuzzCheck(ctx, s)) },
+  { name: 'fuzz', run: () => withServer('fuzz', { TRUST_PROXY: 'loopback' }, (s) => fuzzCheck(ctx, s)) },
   { name: 'self-test', run: () => withServer('self-test', {}, (s) => selfTestCheck(ctx, s)) },
 ];
 

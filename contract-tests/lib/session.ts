@@ -32,6 +32,8 @@ export class Session {
   private readonly bases: Record<ApiName, string>;
   private readonly apis: ApiDoc[];
   private readonly observe: (x: Exchange) => void;
+  /** Headers sent on every call unless the call sets them (e.g. X-Forwarded-For). */
+  defaultHeaders: Record<string, string> = {};
   private seq = 0;
 
   /** bases: where each API's paths (as written in its document) are served. */
@@ -42,7 +44,7 @@ export class Session {
   }
 
   async call(api: ApiName, method: string, path: string, options: CallOptions): Promise<RawResponse> {
-    const headers: Record<string, string> = { Accept: 'application/json', 'X-Request-Id': `flow-${++this.seq}`, ...options.headers };
+    const headers: Record<string, string> = { Accept: 'application/json', 'X-Request-Id': `flow-${++this.seq}`, ...this.defaultHeaders, ...options.headers };
     if (api === 'backup' && this.token && !options.anonymous && !Object.keys(headers).some((h) => h.toLowerCase() === 'authorization')) {
       headers['Authorization'] = `Bearer ${this.token}`;
     }

@@ -101,7 +101,7 @@ export async function backupFlows(s: Session, env: FlowEnv): Promise<{ backupId:
   const filesCursor = Session.data(files)?.['next_cursor'];
   if (typeof filesCursor === 'string') await s.call('backup', 'GET', `/files?backup_id=${backupId}&limit=2&cursor=${filesCursor}`, { expect: 200 });
   else s.failures.push('GET /files?limit=2 over the fixture tree gave no next_cursor');
-  await s.call('backup', 'GET', `/files?backup_id=${backupId}&prefix=docs/`, { expect: 200 });
+  await s.call('backup', 'GET', `/files?backup_id=${backupId}&prefix=${encodeURIComponent('docs/')}`, { expect: 200 });
   await s.call('backup', 'GET', '/files?limit=5000', { expect: 400 });
   await s.call('backup', 'GET', '/files?backup_id=nope', { expect: 400 });
   await s.call('backup', 'GET', `/files?backup_id=${MISSING_BACKUP}`, { expect: 404 });
