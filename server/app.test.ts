@@ -9,6 +9,9 @@ import { errorHandler } from './http/error-handler.ts';
 import { jsonBody } from './http/json-body.ts';
 import { GENERATED_DIR, loadDocument, mergeDocuments, openApiValidator } from './http/openapi.ts';
 import { requestId } from './http/request-id.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startHarness, type Harness } from './testing/harness.ts';
 
 describe('HTTP plumbing over real HTTP', () => {
@@ -131,3 +134,32 @@ describe('response validation', () => {
     }
   });
 });
+
+describe('response validation in the assembled app', () => {
+  /** The bundled documents, with SystemStatus demanding a property the handler never sends. */
+  function stricterSpecDir(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'spec-'));
+    const backup = loadDocument(GENERATED_DIR, 'backup') as any;
+    backup.components.schemas.SystemStatus.required.push('never_sent');
+    writeFileSync(join(dir, 'backup.openapi.json'), JSON.stringify(backup));
+    writeFileSync(join(dir, 'tools.openapi.json'), JSON.stringify(loadDocument(GENERATED_DIR, 'tools')));
+    return dir;
+  }
+
+  it('checks every handler response when VALIDATE_RESPONSES is on, and not when it is off', async () => {
+    const specDir = stricterSpecDir();
+    const on = await startHarness({}, { specDir });
+    const off = await startHarness({ VALIDATE_RESPONSES: 'false' }, { specDir });
+    try {
+      const checked = await on.request('/api/v1/status');
+      expect(checked.status).toBe(500);
+      expect(checked.body.error).toEqual({ code: 'INTERNAL_ERROR', message: expect.any(String), details: {} });
+      expect((await off.request('/api/v1/status')).status).toBe(200);
+    } finally {
+      await on.cleanup();
+      await off.cleanup();
+      rmSync(specDir, { recursive: true, force: true });
+    }
+  });
+});
+
