@@ -85,4 +85,14 @@ describe('job runners with the engine', () => {
     expect(await queue.waitSettled('restore', rid, 30_000)).toBe(true);
     expect(store.jobs.getRestore(rid)).toMatchObject({ status: 'failed', error: { code: 'INVALID_TARGET' } });
   });
+
+  it('records an unexpected engine failure as INTERNAL_ERROR without its internals', async () => {
+    const wrong = createJobRunner({ store, dataDir: join(base, 'data'), allowedRoots: [root], secret: { password: 'not-the-password' }, logger: pino({ level: 'silent' }) });
+    const id = newId('bkp');
+    store.jobs.insertBackup({ id, accountId, source: join(root, 'src'), destination: 'cloud', compression: 'zstd', encryption: true, deduplication: true });
+    await wrong('backup', id, new AbortController().signal);
+    const job = store.jobs.getBackup(id)!;
+    expect(job).toMatchObject({ status: 'failed', error: { code: 'INTERNAL_ERROR' } });
+    expect(job.error!.message).not.toMatch(/password|repositor|\//i);
+  });
 });

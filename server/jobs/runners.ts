@@ -27,11 +27,16 @@ class JobFailure extends Error {
   }
 }
 
-const ENGINE_CODES: Record<string, string> = {
-  SOURCE_NOT_FOUND: 'INVALID_SOURCE',
-  SOURCE_UNREADABLE: 'INVALID_SOURCE',
-  PATH_NOT_FOUND: 'INVALID_TARGET',
-  RESTORE_CONFLICT: 'INVALID_TARGET',
+/**
+ * Engine failures in the job vocabulary the contract documents (catalogue codes, plus
+ * CORRUPT_DATA). Anything else is INTERNAL_ERROR: its details go to the log, not to the client.
+ */
+const ENGINE_FAILURES: Record<string, JobError> = {
+  SOURCE_NOT_FOUND: { code: 'INVALID_SOURCE', message: 'The source no longer exists.' },
+  SOURCE_UNREADABLE: { code: 'INVALID_SOURCE', message: 'The source cannot be read.' },
+  PATH_NOT_FOUND: { code: 'INVALID_SOURCE', message: 'An entry of paths matches nothing in the backup.' },
+  RESTORE_CONFLICT: { code: 'INVALID_TARGET', message: 'The target cannot be written.' },
+  CORRUPT_DATA: { code: 'CORRUPT_DATA', message: 'Stored data failed its integrity check.' },
 };
 
 function toFileRecord(e: EntryRecord): FileRecord {
@@ -130,9 +135,8 @@ function describeFailure(err: unknown, signal: AbortSignal): { status: 'failed' 
       : { status: 'cancelled', error: null, unexpected: false };
   }
   if (err instanceof JobFailure) return { status: 'failed', error: { code: err.code, message: err.message }, unexpected: false };
-  if (err instanceof EngineError) {
-    return { status: 'failed', error: { code: ENGINE_CODES[err.code] ?? err.code, message: err.message }, unexpected: !(err.code in ENGINE_CODES) };
-  }
+  const known = err instanceof EngineError ? ENGINE_FAILURES[err.code] : undefined;
+  if (known) return { status: 'failed', error: known, unexpected: known.code === 'CORRUPT_DATA' };
   return { status: 'failed', error: { code: 'INTERNAL_ERROR', message: 'The job failed because of an internal error.' }, unexpected: true };
 }
 
