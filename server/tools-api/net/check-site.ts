@@ -7,7 +7,7 @@
  *
  * Only the status line and headers are read; the socket is destroyed without reading the body.
  */
-import { lookup } from 'node:dns/promises';
+import { Resolver as DnsResolver } from 'node:dns/promises';
 import http from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -38,8 +38,8 @@ export interface CheckSiteResult {
   reason: CheckSiteReason | null;
 }
 
-/** Resolves a host name to addresses; the default uses the system resolver (getaddrinfo). */
-export type Resolver = (hostname: string) => Promise<string[]>;
+/** Resolves a host name to addresses (rejects when it does not resolve). */
+export type Resolver = (hostname: string, signal: AbortSignal) => Promise<string[]>;
 
 export interface CheckSiteOptions {
   policy: TargetPolicy;
@@ -50,13 +50,36 @@ export interface CheckSiteOptions {
   maxRedirects?: number;
   /** Extra trusted certificate authorities (tests). */
   ca?: string | Buffer;
+  /** DNS servers for the default resolver ("address" or "address:port"); default: the system's. */
+  dnsServers?: string[];
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const USER_AGENT = 'BackupService-SiteCheck/1.0';
 
-const systemResolver: Resolver = async (hostname) =>
-  (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+/**
+ * The default resolver asks DNS directly (c-ares: A and AAAA in parallel) rather than through
+ * getaddrinfo, which runs on libuv's small thread pool and cannot be cancelled: slow names
+ * must not hold up the file-system work of the backup engine that shares that pool.
+ */
+function dnsResolver(servers: string[] | undefined): Resolver {
+  return (hostname, signal) => resolveBoth(hostname, signal, servers);
+}
+
+async function resolveBoth(hostname: string, signal: AbortSignal, servers: string[] | undefined): Promise<string[]> {
+  const resolver = new DnsResolver({ timeout: 3000, tries: 2 });
+  if (servers) resolver.setServers(servers);
+  const cancel = () => resolver.cancel();
+  signal.addEventListener('abort', cancel, { once: true });
+  try {
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
+    const addresses = [...(v4.status === 'fulfilled' ? v4.value : []), ...(v6.status === 'fulfilled' ? v6.value : [])];
+    if (addresses.length === 0) throw v4.status === 'rejected' ? v4.reason : new Error(`no address for ${hostname}`);
+    return addresses;
+  } finally {
+    signal.removeEventListener('abort', cancel);
+  }
+}
 
 /** A failure that makes the site `down`. */
 class Down extends Error {
@@ -101,7 +124,7 @@ async function allowedAddresses(url: URL, options: CheckSiteOptions, signal: Abo
   else if (isLocalhostName(host)) candidates = ['127.0.0.1', '::1'];
   else {
     try {
-      candidates = await abortable((options.resolve ?? systemResolver)(host), signal);
+      candidates = await abortable((options.resolve ?? dnsResolver(options.dnsServers))(host, signal), signal);
     } catch {
       if (signal.aborted) throw new Down('TIMEOUT');
       throw new Down('DNS_FAILURE');
