@@ -6,6 +6,9 @@
  *   node contract-tests/run.ts [--only name,name] [--keep]
  *     --only   run just these checks (dredd-real, dredd-mock, prism-proxy, arazzo, fuzz, self-test)
  *     --keep   keep the temporary directory (logs, data) even when everything passes
+ *     --tamper meta-type|status-code|drop-header
+ *              put the tampering proxy (tamper/proxy.ts) in front of every real server: the
+ *              run must then fail, showing a non-conforming answer is caught
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,9 +22,11 @@ import { unreachableWhy } from './lib/unreachable.ts';
 import { dreddCheck } from './dredd/run.ts';
 import { fuzzCheck } from './fuzz/run.ts';
 import { prismProxyCheck } from './prism/run.ts';
+import { startTamperProxy, type Tamper } from './tamper/proxy.ts';
 import { selfTestCheck } from './tamper/run.ts';
 
-const { values } = parseArgs({ options: { only: { type: 'string' }, keep: { type: 'boolean', default: false } } });
+const { values } = parseArgs({ options: { only: { type: 'string' }, keep: { type: 'boolean', default: false }, tamper: { type: 'string' } } });
+const tamper = values.tamper as Tamper | undefined;
 const only = values.only ? new Set(values.only.split(',')) : undefined;
 
 const apis = [loadApi(ROOT, 'backup'), loadApi(ROOT, 'tools')];
@@ -34,11 +39,13 @@ type Check = { name: string; run: () => Promise<CheckResult> };
 /** Runs fn with a fresh real server, stopping it whatever happens. */
 async function withServer(name: string, env: Record<string, string>, fn: (s: Awaited<ReturnType<typeof startServer>>) => Promise<CheckResult>): Promise<CheckResult> {
   const server = await startServer(name, env);
+  const proxy = tamper ? await startTamperProxy(server.origin, tamper) : undefined;
   try {
-    const result = await fn(server);
+    const result = await fn(proxy ? { ...server, origin: proxy.origin, backupBase: `${proxy.origin}/api/v1` } : server);
     if (!result.ok) result.failures.push(`server log: ${server.logFile}`);
     return result;
   } finally {
+    await proxy?.stop();
     await server.stop();
   }
 }
@@ -65,7 +72,7 @@ const checks: Check[] = [
   { name: 'prism-proxy', run: () => withServer('prism-proxy', { BACKUP_BOOTSTRAP_PLAN: 'free_trial', TRUST_PROXY: 'loopback' }, (s) => prismProxyCheck(ctx, s)) },
   { name: 'arazzo', run: () => withServer('arazzo', {}, (s) => arazzoCheck(ctx, s)) },
   { name: 'fuzz', run: () => withServer('fuzz', { TRUST_PROXY: 'loopback' }, (s) => fuzzCheck(ctx, s)) },
-  { name: 'self-test', run: () => withServer('self-test', {}, (s) => selfTestCheck(ctx, s)) },
+  { name: 'self-test', run: () => selfTestCheck(ctx) },
 ];
 
 const results: CheckResult[] = [];

@@ -70,7 +70,7 @@ export async function arazzoCheck(ctx: Context, server: ServerHandle, name = 'ar
           finalAttempt.set(step.stepId, step);
           const contract = (step.checks ?? []).filter((c) => CONTRACT_CHECKS.has(c.name));
           for (const c of contract.filter((c) => !c.passed)) {
-            failures.push(`${wf.workflowId}/${step.stepId}: ${c.name}: ${(c.message ?? '').replace(/\s+/g, ' ').slice(0, 300)}`);
+            failures.push(`${wf.workflowId}/${step.stepId} → ${step.response?.statusCode ?? 'no answer'}: ${c.name}: ${(c.message ?? '').replace(/\s+/g, ' ').slice(0, 300)}`);
           }
           if (!step.request || !step.response || contract.some((c) => !c.passed)) continue;
           const url = new URL(step.request.url);
@@ -81,7 +81,7 @@ export async function arazzoCheck(ctx: Context, server: ServerHandle, name = 'ar
         // A retried step only counts as failed when its last attempt failed.
         for (const step of finalAttempt.values()) {
           for (const c of (step.checks ?? []).filter((c) => !c.passed && !CONTRACT_CHECKS.has(c.name))) {
-            failures.push(`${wf.workflowId}/${step.stepId}: ${c.name}: ${(c.message ?? '').replace(/\s+/g, ' ').slice(0, 300)}`);
+            failures.push(`${wf.workflowId}/${step.stepId} → ${step.response?.statusCode ?? 'no answer'}: ${c.name}: ${(c.message ?? '').replace(/\s+/g, ' ').slice(0, 300)}`);
           }
         }
       }
