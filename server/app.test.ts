@@ -11,6 +11,7 @@ import { GENERATED_DIR, loadDocument, mergeDocuments, openApiValidator } from '.
 import { requestId } from './http/request-id.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { startHarness, type Harness } from './testing/harness.ts';
 
@@ -82,6 +83,12 @@ describe('HTTP plumbing over real HTTP', () => {
     expectError(await h.request('/api/v1/backup', { method: 'POST', token, headers: { 'content-type': 'application/json' }, body: big }), 413, 'PAYLOAD_TOO_LARGE');
     expectError(await h.request('/api/v1/backup', { method: 'POST', token, headers: { 'content-type': 'application/json' }, body: '{"source":' }), 400, 'INVALID_JSON');
     expectError(await h.request('/api/newsletter/subscribe', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '"just a string"' }), 400, 'INVALID_JSON');
+    for (const encoding of ['gzip', 'br', 'deflate']) {
+      const res = await h.request('/api/newsletter/subscribe', { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body: '{"email":"a@b.example","source":"x"}' });
+      expectError(res, 400, 'INVALID_JSON');
+    }
+    const gzipped = await h.request('/api/newsletter/subscribe', { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync('{"email":"gz@b.example","source":"x"}') });
+    expect(gzipped.status).toBe(201);
   });
 
   it('lists every schema problem as a JSON Pointer into the request', async () => {

@@ -5,8 +5,9 @@ import { ApiError, type ValidationProblem } from './errors.ts';
 import { requestIdOf } from './locals.ts';
 
 interface BodyParserError extends Error {
-  type: string;
-  status?: number;
+  type?: string;
+  status: number;
+  expose: boolean;
 }
 
 interface ValidatorError extends Error {
@@ -15,8 +16,10 @@ interface ValidatorError extends Error {
   errors?: Array<{ path?: string; message?: string; errorCode?: string }>;
 }
 
+/** body-parser's http-errors: `expose` set, a 4xx status, usually a `type` (not for a body that fails to decompress). */
 function isBodyParserError(err: unknown): err is BodyParserError {
-  return err instanceof Error && typeof (err as BodyParserError).type === 'string' && 'expose' in err;
+  const e = err as BodyParserError;
+  return err instanceof Error && e.expose === true && typeof e.status === 'number' && e.status >= 400 && e.status < 500 && !('errors' in err);
 }
 
 function isValidatorError(err: unknown): err is ValidatorError {
@@ -45,8 +48,15 @@ function fromBodyParser(err: BodyParserError): ApiError | null {
     case 'request.aborted':
     case 'request.size.invalid':
       return new ApiError('INVALID_JSON', 'The request body was incomplete.');
+  }
+  switch (err.status) {
+    case 413:
+      return new ApiError('PAYLOAD_TOO_LARGE', 'The request body is larger than 64 KiB.', { limit_bytes: 65536 });
+    case 415:
+      return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must be UTF-8 JSON.');
     default:
-      return null;
+      // e.g. a Content-Encoding whose data does not decompress
+      return new ApiError('INVALID_JSON', 'The request body could not be read as JSON.');
   }
 }
 
