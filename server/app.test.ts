@@ -170,3 +170,22 @@ describe('response validation in the assembled app', () => {
   });
 });
 
+describe('a database that cannot serve', () => {
+  it('answers 503 SERVICE_UNAVAILABLE with Retry-After, and /status reports degraded', async () => {
+    const h = await startHarness();
+    try {
+      const token = await h.tokenFor(await h.newKey());
+      h.service.services.store.close();
+      const res = await h.request('/api/v1/backup', { token });
+      expect(res.status).toBe(503);
+      expect(res.body.error.code).toBe('SERVICE_UNAVAILABLE');
+      expect(res.headers.get('retry-after')).toBe('5');
+      const status = await h.request('/api/v1/status');
+      expect(status.status).toBe(200);
+      expect(status.body.data).toMatchObject({ status: 'degraded', checks: { database: { status: 'failed' }, storage: { status: 'ok' } } });
+    } finally {
+      await h.cleanup();
+    }
+  });
+});
+

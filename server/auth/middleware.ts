@@ -16,27 +16,28 @@ function unauthorized(message: string, code: 'UNAUTHORIZED' | 'TOKEN_EXPIRED' = 
  * belongs to the token's account. Sets the caller's account, key and plan on the response locals.
  */
 export function requireBearer(tokens: TokenService, store: Store): RequestHandler {
-  return (req, res, next) => {
+  // Express 5 passes a rejected promise (e.g. the database failing) on to the error handler.
+  return async (req, res, next) => {
     const header = req.get('authorization');
     const match = header ? /^Bearer[ ]+([A-Za-z0-9._~+/-]+=*)[ ]*$/i.exec(header) : null;
     if (!match) {
       next(unauthorized(header ? 'The Authorization header must use the Bearer scheme.' : 'A bearer token is required.'));
       return;
     }
-    tokens.verify(match[1]!).then(
-      (claims) => {
-        const key = store.accounts.getKey(claims.keyId);
-        if (!key || key.revokedAt || key.accountId !== claims.accountId) {
-          next(unauthorized('The access token is not valid.'));
-          return;
-        }
-        setAuth(res, { accountId: key.accountId, keyId: key.id, plan: key.plan });
-        next();
-      },
-      (err: unknown) => {
-        if (err instanceof ApiError) next(unauthorized(err.message, err.code === 'TOKEN_EXPIRED' ? 'TOKEN_EXPIRED' : 'UNAUTHORIZED'));
-        else next(err);
-      },
-    );
+    let claims;
+    try {
+      claims = await tokens.verify(match[1]!);
+    } catch (err) {
+      if (err instanceof ApiError) next(unauthorized(err.message, err.code === 'TOKEN_EXPIRED' ? 'TOKEN_EXPIRED' : 'UNAUTHORIZED'));
+      else next(err);
+      return;
+    }
+    const key = store.accounts.getKey(claims.keyId);
+    if (!key || key.revokedAt || key.accountId !== claims.accountId) {
+      next(unauthorized('The access token is not valid.'));
+      return;
+    }
+    setAuth(res, { accountId: key.accountId, keyId: key.id, plan: key.plan });
+    next();
   };
 }

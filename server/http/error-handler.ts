@@ -84,6 +84,16 @@ function fromValidator(err: ValidatorError): ApiError | null {
   }
 }
 
+/** SQLite result codes (primary, low byte) that mean the database cannot serve now: busy, locked, I/O, full, cannot open. */
+const UNAVAILABLE_SQLITE_CODES = new Set([5, 6, 10, 13, 14]);
+
+/** The store is down (closed during shutdown, busy, disk trouble): 503 with Retry-After, not a bug. */
+function isStoreUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; errcode?: unknown };
+  if (e?.code === 'ERR_SQLITE_ERROR' && typeof e.errcode === 'number') return UNAVAILABLE_SQLITE_CODES.has(e.errcode & 0xff);
+  return e?.code === 'ERR_INVALID_STATE' && /database is not open|finalized/.test(String((err as Error).message));
+}
+
 export function sendError(res: Response, err: ApiError): void {
   for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
   res.status(err.status).json(errorBody(err.code, err.message, err.details, requestIdOf(res)));
@@ -100,12 +110,15 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (err instanceof ApiError) apiError = err;
     else if (isBodyParserError(err)) apiError = fromBodyParser(err);
     else if (isValidatorError(err)) apiError = fromValidator(err);
+    else if (isStoreUnavailable(err)) {
+      apiError = new ApiError('SERVICE_UNAVAILABLE', 'The service cannot serve this request right now; retry shortly.', {}, { 'Retry-After': '5' });
+    }
 
     if (!apiError) {
       logger.error({ err, request_id: requestIdOf(res), method: req.method, path: req.path }, 'unhandled error');
       apiError = new ApiError('INTERNAL_ERROR', 'An internal error occurred.');
     } else if (apiError.status >= 500) {
-      logger.error({ err, request_id: requestIdOf(res) }, apiError.message);
+      logger.error({ err, request_id: requestIdOf(res), method: req.method, path: req.path }, apiError.message);
     }
     sendError(res, apiError);
   };
