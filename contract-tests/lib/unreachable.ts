@@ -1,8 +1,6 @@
-/** Why a documented response is reached by no check (shown under the coverage table). */
-export function unreachableWhy(operationId: string, status: string): string {
-  if (status === '500') return 'INTERNAL_ERROR needs a bug or a broken disk/database inside the server; nothing a client sends provokes it';
-  if (status === '503') return 'SERVICE_UNAVAILABLE needs the store or storage to be down (or shutdown in progress); not provokable from outside a healthy server';
-  if (status === '429' && operationId !== 'createToken')
-    return 'the per-account limit (100-10000 requests/hour) is only exhausted on the free_trial server of the Prism flows; see which operations those flows exhaust';
-  return 'not reached: no recipe in any check (see the check notes)';
+/** Why a documented response is reached by no check on the real server (listed under the table). */
+export function unreachableWhy(_operationId: string, status: string): string {
+  if (status === '500') return 'INTERNAL_ERROR needs a fault inside the server (a bug, a broken disk or database); no request provokes it. Reached on the mock only.';
+  if (status === '503') return 'SERVICE_UNAVAILABLE needs the database or storage down, or a shutdown in progress; not provokable from outside a healthy server. Reached on the mock only.';
+  return 'not reached: no check has a recipe for it (a gap to close)';
 }
