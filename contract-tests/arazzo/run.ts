@@ -49,8 +49,8 @@ export async function arazzoCheck(ctx: Context, server: ServerHandle, name = 'ar
     };
     const servers = ctx.apis.map((a) => `${a.api}=${server.origin}${a.basePath}`).join(',');
     const { code, timedOut } = await run(
-      join(ROOT, 'node_modules', '.bin', 'redocly'),
-      ['respect', join(dir, file), '--server', servers, '--input', JSON.stringify(input), '--json-output', jsonLog, '--max-fetch-timeout', '30000', '--execution-timeout', '120000'],
+      process.execPath,
+      [join(ROOT, 'node_modules', '@redocly', 'cli', 'bin', 'cli.js'), 'respect', join(dir, file), '--server', servers, '--input', JSON.stringify(input), '--json-output', jsonLog, '--max-fetch-timeout', '30000', '--execution-timeout', '120000'],
       { cwd: ROOT, logFile: join(WORK, `${name}-${file}.log`), timeoutMs: 150_000, env: { REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } },
     );
     if (timedOut) failures.push(`${file}: respect timed out`);

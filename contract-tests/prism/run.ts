@@ -40,7 +40,8 @@ export function responseViolations(header: string | undefined): string[] {
 
 async function startProxy(name: string, doc: string, upstream: string): Promise<{ proc: Proc; origin: string }> {
   const port = await freePort();
-  const proc = start(join(ROOT, 'node_modules', '.bin', 'prism'), ['proxy', doc, upstream, '-p', String(port), '-h', '127.0.0.1'], {
+  // Through this Node (24), whatever `node` is first on PATH.
+  const proc = start(process.execPath, [join(ROOT, 'node_modules', '@stoplight', 'prism-cli', 'dist', 'index.js'), 'proxy', doc, upstream, '-p', String(port), '-h', '127.0.0.1'], {
     cwd: ROOT,
     logFile: join(WORK, `${name}.log`),
   });
