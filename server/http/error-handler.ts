@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { errorBody } from './envelope.ts';
 import { ApiError, type ValidationProblem } from './errors.ts';
+import { hasBody } from './json-body.ts';
 import { requestIdOf } from './locals.ts';
 
 interface BodyParserError extends Error {
@@ -61,7 +62,11 @@ function fromBodyParser(err: BodyParserError): ApiError | null {
 }
 
 /** Request-side validator errors; a 500 from it is a response that broke the contract. */
-function fromValidator(err: ValidatorError): ApiError | null {
+function fromValidator(err: ValidatorError, requestHadBody: boolean): ApiError | null {
+  // The validator calls a missing body an unsupported media type; with no body at all it is a missing field.
+  if (err.status === 415 && !requestHadBody) {
+    return new ApiError('VALIDATION_ERROR', 'The request is not valid.', { errors: [{ path: '/body', message: 'a JSON body is required' }] });
+  }
   const problems: ValidationProblem[] = (err.errors ?? []).map((e) => ({
     path: problemPath(e.path),
     message: e.message ?? 'is not valid',
@@ -109,7 +114,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     let apiError: ApiError | null = null;
     if (err instanceof ApiError) apiError = err;
     else if (isBodyParserError(err)) apiError = fromBodyParser(err);
-    else if (isValidatorError(err)) apiError = fromValidator(err);
+    else if (isValidatorError(err)) apiError = fromValidator(err, hasBody(req.headers));
     else if (isStoreUnavailable(err)) {
       apiError = new ApiError('SERVICE_UNAVAILABLE', 'The service cannot serve this request right now; retry shortly.', {}, { 'Retry-After': '5' });
     }

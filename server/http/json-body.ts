@@ -3,7 +3,8 @@ import { ApiError } from './errors.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
-function hasBody(headers: { 'content-length'?: string; 'transfer-encoding'?: string }): boolean {
+/** Whether the request carries a body (a length above zero, or chunked). */
+export function hasBody(headers: { 'content-length'?: string; 'transfer-encoding'?: string }): boolean {
   if (headers['transfer-encoding'] !== undefined) return true;
   const length = headers['content-length'];
   return length !== undefined && length !== '0';
