@@ -8,7 +8,7 @@ import type { FormatsPlugin } from 'ajv-formats';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clientAddress } from '../../http/client-address.ts';
-import { buildIpInfo as build, reverseHostname } from './ip-info.ts';
+import { buildIpInfo as build, HostnameCache, reverseHostname } from './ip-info.ts';
 import type { IpInfo, IpInfoOptions, NameLookup } from './ip-info.ts';
 
 // Every answer must satisfy the contract's IpInfo schema (the bundled tools document).
@@ -119,6 +119,52 @@ describe('buildIpInfo', () => {
 
   it('refuses what is not an address', async () => {
     await expect(buildIpInfo('unknown', undefined)).rejects.toThrow(/not an IP address/);
+  });
+});
+
+describe('HostnameCache', () => {
+  it('remembers definite answers until they expire', async () => {
+    let t = 0;
+    const cache = new HostnameCache({ ttlMs: 1000, now: () => t });
+    const dns = table({ '8.8.8.8': ['dns.google'] }, { 'dns.google': ['8.8.8.8'] });
+    expect(await reverseHostname('8.8.8.8', { lookup: dns.lookup, cache })).toBe('dns.google');
+    expect(await reverseHostname('8.8.8.8', { lookup: dns.lookup, cache })).toBe('dns.google');
+    expect(dns.asked).toEqual(['PTR 8.8.8.8', 'A dns.google']);
+    // No PTR record is a definite answer too.
+    expect(await reverseHostname('1.2.3.4', { lookup: dns.lookup, cache })).toBeNull();
+    expect(await reverseHostname('1.2.3.4', { lookup: dns.lookup, cache })).toBeNull();
+    expect(dns.asked.filter((q) => q === 'PTR 1.2.3.4')).toHaveLength(1);
+    t = 1000;
+    expect(await reverseHostname('8.8.8.8', { lookup: dns.lookup, cache })).toBe('dns.google');
+    expect(dns.asked.filter((q) => q === 'PTR 8.8.8.8')).toHaveLength(2);
+  });
+
+  it('does not remember resolver failures or timeouts', async () => {
+    const cache = new HostnameCache();
+    let calls = 0;
+    const failing = (): NameLookup => ({
+      reverse: async () => {
+        calls++;
+        throw Object.assign(new Error('queryPtr ESERVFAIL'), { code: 'ESERVFAIL' });
+      },
+      forward: async () => [],
+    });
+    expect(await reverseHostname('1.2.3.4', { lookup: failing, cache })).toBeNull();
+    expect(await reverseHostname('1.2.3.4', { lookup: failing, cache })).toBeNull();
+    expect(calls).toBe(2);
+    const hanging = (): NameLookup => ({ reverse: () => new Promise(() => {}), forward: async () => [] });
+    expect(await reverseHostname('5.6.7.8', { lookup: hanging, cache, timeoutMs: 20 })).toBeNull();
+    expect(cache.get('5.6.7.8')).toBeUndefined();
+  });
+
+  it('keeps at most maxEntries, dropping the oldest', () => {
+    const cache = new HostnameCache({ maxEntries: 2 });
+    cache.set('1.1.1.1', 'a');
+    cache.set('2.2.2.2', 'b');
+    cache.set('3.3.3.3', null);
+    expect(cache.get('1.1.1.1')).toBeUndefined();
+    expect(cache.get('2.2.2.2')).toBe('b');
+    expect(cache.get('3.3.3.3')).toBeNull();
   });
 });
 

@@ -45,7 +45,48 @@ export interface IpInfoOptions {
   lookup?: (timeoutMs: number) => NameLookup;
   /** Whole reverse + forward lookup (default 1000 ms). */
   timeoutMs?: number;
+  /** Remembers answers; default: a shared cache when the system's DNS is used, none otherwise. */
+  cache?: HostnameCache;
 }
+
+/**
+ * Definite answers (a confirmed name, or none) per address for `ttlMs`, at most `maxEntries`
+ * (oldest dropped first), so a client calling ip-info repeatedly costs one lookup, not one each.
+ * Timeouts and resolver failures are not remembered.
+ */
+export class HostnameCache {
+  readonly #entries = new Map<string, { hostname: string | null; expires: number }>();
+  readonly #ttlMs: number;
+  readonly #maxEntries: number;
+  readonly #now: () => number;
+
+  constructor(options: { ttlMs?: number; maxEntries?: number; now?: () => number } = {}) {
+    this.#ttlMs = options.ttlMs ?? 10 * 60_000;
+    this.#maxEntries = options.maxEntries ?? 10_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  get(ip: string): string | null | undefined {
+    const entry = this.#entries.get(ip);
+    if (!entry) return undefined;
+    if (entry.expires <= this.#now()) {
+      this.#entries.delete(ip);
+      return undefined;
+    }
+    return entry.hostname;
+  }
+
+  set(ip: string, hostname: string | null): void {
+    this.#entries.delete(ip);
+    this.#entries.set(ip, { hostname, expires: this.#now() + this.#ttlMs });
+    while (this.#entries.size > this.#maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
+  }
+}
+
+const sharedCache = new HostnameCache();
+
+/** "No such name" answers are definite; anything else (SERVFAIL, refused, timeout) may pass. */
+const DEFINITE_MISS = new Set(['ENOTFOUND', 'ENODATA']);
 
 /** Longest User-Agent echoed back; longer ones are cut. */
 export const USER_AGENT_MAX = 512;
@@ -61,11 +102,17 @@ function systemLookup(timeoutMs: number): NameLookup {
   };
 }
 
+/** Resolves with the confirmed name or null; rejects when the resolver failed (not definite). */
 async function confirmedHostname(ip: string, version: 4 | 6, lookup: NameLookup): Promise<string | null> {
-  for (const name of (await lookup.reverse(ip)).slice(0, 3)) {
+  const definite = <T>(promise: Promise<T[]>): Promise<T[]> =>
+    promise.catch((err: unknown) => {
+      if (DEFINITE_MISS.has((err as NodeJS.ErrnoException).code ?? '')) return [];
+      throw err;
+    });
+  for (const name of (await definite(lookup.reverse(ip))).slice(0, 3)) {
     const hostname = name.replace(/\.$/, '').toLowerCase();
     if (!HOSTNAME.test(hostname)) continue;
-    const addresses = await lookup.forward(hostname, version);
+    const addresses = await definite(lookup.forward(hostname, version));
     if (addresses.some((a) => normalizeAddress(a) === ip)) return hostname;
   }
   return null;
@@ -75,18 +122,28 @@ async function confirmedHostname(ip: string, version: 4 | 6, lookup: NameLookup)
 export async function reverseHostname(ip: string, options: IpInfoOptions = {}): Promise<string | null> {
   const normalized = normalizeAddress(ip);
   if (normalized === null || classifyAddress(normalized) !== 'public') return null;
+  const cache = options.cache ?? (options.lookup ? undefined : sharedCache);
+  const cached = cache?.get(normalized);
+  if (cached !== undefined) return cached;
   const version = normalized.includes(':') ? 6 : 4;
   const timeoutMs = options.timeoutMs ?? 1000;
   const lookup = (options.lookup ?? systemLookup)(timeoutMs);
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<null>((resolve) => {
+  const timeout = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => {
       lookup.cancel?.();
-      resolve(null);
+      resolve(undefined);
     }, timeoutMs);
   });
+  const answer = confirmedHostname(normalized, version, lookup).then(
+    (hostname) => {
+      cache?.set(normalized, hostname);
+      return hostname;
+    },
+    () => undefined,
+  );
   try {
-    return await Promise.race([confirmedHostname(normalized, version, lookup).catch(() => null), timeout]);
+    return (await Promise.race([answer, timeout])) ?? null;
   } finally {
     clearTimeout(timer);
   }
