@@ -9,6 +9,7 @@ import { compressionCode } from './compress.ts';
 import { randomId } from './crypto.ts';
 import { EngineError, cancelled, errnoCode, throwIfAborted } from './errors.ts';
 import { ProgressReporter } from './progress.ts';
+import { collector, release } from './release.ts';
 import type { Repository } from './repository.ts';
 import type { SnapshotHeader, SnapshotOptions, TreeEntry } from './snapshot.ts';
 import type { Compression, Progress } from './types.ts';
@@ -38,6 +39,7 @@ export interface BackupResult {
 const FILE_CONCURRENCY = 8;
 /** Files up to this size are read in one piece instead of through the streaming chunker. */
 const WHOLE_READ_LIMIT = 1024 * 1024;
+const collect = collector(16 * 1024 * 1024, 128);
 
 async function resolveSource(source: string): Promise<{ root: string; stats: BigIntStats }> {
   try {
@@ -61,18 +63,18 @@ async function parentTree(repo: Repository, root: string, encryption: boolean): 
   return { id: latest.id, files };
 }
 
-function baseEntry(w: WalkedEntry, type: TreeEntry['t']): TreeEntry {
-  return { p: w.path, t: type, s: type === 'f' ? Number(w.stats.size) : 0, m: Number(w.stats.mode), mt: w.stats.mtimeNs.toString() };
+function baseEntry(w: WalkedEntry): TreeEntry {
+  return { p: w.path, t: w.kind, s: w.size, m: w.mode, mt: w.mtimeNs };
 }
 
-function unchanged(prev: TreeEntry | undefined, st: BigIntStats, repo: Repository, encryption: boolean): prev is TreeEntry & { c: string[] } {
+function unchanged(prev: TreeEntry | undefined, w: WalkedEntry, repo: Repository, encryption: boolean): prev is TreeEntry & { c: string[] } {
   return (
     prev !== undefined &&
     prev.c !== undefined &&
-    prev.s === Number(st.size) &&
-    prev.mt === st.mtimeNs.toString() &&
-    prev.ct === st.ctimeNs.toString() &&
-    prev.ino === st.ino.toString() &&
+    prev.s === w.size &&
+    prev.mt === w.mtimeNs &&
+    prev.ct === w.ctimeNs &&
+    prev.ino === w.ino &&
     prev.c.every((id) => repo.index.has(id, encryption))
   );
 }
@@ -87,12 +89,12 @@ export async function backup(repo: Repository, opts: BackupOptions): Promise<Bac
   const errors = [...walked.errors];
   const parent = opts.deduplication ? await parentTree(repo, root, opts.encryption) : null;
 
-  const files = walked.entries.filter((w) => w.stats.isFile());
+  const files = walked.entries.filter((w) => w.kind === 'f');
   const progress = new ProgressReporter(opts.onProgress, {
     filesDone: 0,
     filesTotal: files.length,
     bytesDone: 0,
-    bytesTotal: files.reduce((n, w) => n + Number(w.stats.size), 0),
+    bytesTotal: files.reduce((n, w) => n + w.size, 0),
   });
   progress.emit();
 
@@ -100,11 +102,11 @@ export async function backup(repo: Repository, opts: BackupOptions): Promise<Bac
   const tree: (TreeEntry | null)[] = new Array(walked.entries.length).fill(null);
 
   const backupFile = async (w: WalkedEntry): Promise<TreeEntry | null> => {
-    const entry = baseEntry(w, 'f');
-    entry.ct = w.stats.ctimeNs.toString();
-    entry.ino = w.stats.ino.toString();
+    const entry = baseEntry(w);
+    entry.ct = w.ctimeNs;
+    entry.ino = w.ino;
     const prev = parent?.files.get(w.path);
-    if (unchanged(prev, w.stats, repo, opts.encryption)) {
+    if (unchanged(prev, w, repo, opts.encryption)) {
       progress.add(1, entry.s);
       return { ...entry, h: prev.h!, c: prev.c };
     }
@@ -123,11 +125,13 @@ export async function backup(repo: Repository, opts: BackupOptions): Promise<Bac
       const storeChunk = async (chunk: Uint8Array): Promise<void> => {
         throwIfAborted(signal);
         sha.update(chunk);
+        collect(chunk.length);
         size += chunk.length;
         progress.add(0, chunk.length);
         ids.push(await writer.store(chunk));
       };
       if (entry.s <= WHOLE_READ_LIMIT) {
+        // One read of size + 1 bytes tells whether the file grew since the walk.
         const buf = new Uint8Array(entry.s + 1);
         let n = 0;
         for (;;) {
@@ -136,14 +140,17 @@ export async function backup(repo: Repository, opts: BackupOptions): Promise<Bac
           n += bytesRead;
           if (n === buf.length) break;
         }
-        if (n <= entry.s) {
+        if (n > entry.s) {
+          await streamFile(fh, storeChunk);
+        } else if (n <= repo.chunker.params.min) {
+          if (n > 0) await storeChunk(new Uint8Array(buf.buffer.transfer(n))); // the whole file is one chunk
+        } else {
           for (let at = 0; at < n; ) {
             const len = repo.chunker.cut(buf, at, n);
             await storeChunk(buf.slice(at, at + len));
             at += len;
           }
-        } else {
-          await streamFile(fh, storeChunk);
+          release(buf);
         }
       } else {
         await streamFile(fh, storeChunk);
@@ -176,10 +183,10 @@ export async function backup(repo: Repository, opts: BackupOptions): Promise<Bac
   };
 
   const backupEntry = async (w: WalkedEntry): Promise<TreeEntry | null> => {
-    if (w.stats.isDirectory()) return baseEntry(w, 'd');
-    if (w.stats.isSymbolicLink()) {
+    if (w.kind === 'd') return baseEntry(w);
+    if (w.kind === 'l') {
       try {
-        return { ...baseEntry(w, 'l'), l: await readlink(w.abs) };
+        return { ...baseEntry(w), l: await readlink(w.abs) };
       } catch (err) {
         errors.push({ path: w.path, message: (err as Error).message });
         return null;

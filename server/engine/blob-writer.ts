@@ -1,73 +1,69 @@
 import type { EncodedBlob } from './blob.ts';
+import { Budget } from './budget.ts';
 import { EngineError } from './errors.ts';
 import type { FinishedPack } from './pack.ts';
 import { PackWriter, TARGET_PACK_SIZE, packName } from './pack.ts';
 import type { EncodeOptions } from './pool.ts';
+import { release } from './release.ts';
 import type { Repository } from './repository.ts';
 
 /**
  * The write side of a backup: sends chunks to the worker pool, drops the ones already
- * stored (unless deduplication is off), appends the rest to pack files, writes each full
- * pack, and every few packs an index file for the packs already durable (so a crashed
- * backup's data is reused by the next one). Memory is bounded: chunks in flight plus packs
- * waiting to be written stay under `limit` bytes.
+ * stored (unless deduplication is off), streams the rest into pack files, closes a pack at
+ * about 16 MiB (header, fsync, rename: while the next one fills), and every few packs
+ * writes an index file for the packs already durable (so a crashed backup's data is reused
+ * by the next one). Memory is bounded: chunks in flight to the workers, and encoded bytes
+ * not yet written to a pack, each have a byte budget.
  */
 const INDEX_EVERY_PACKS = 4;
+const CHUNKS_IN_FLIGHT = 16 * 1024 * 1024;
+const UNWRITTEN = 16 * 1024 * 1024;
 
 export class BlobWriter {
   private readonly repo: Repository;
   private readonly opts: EncodeOptions;
   private readonly dedup: boolean;
-  private readonly limit: number;
   private pack: PackWriter | null = null;
   private readonly pending = new Set<string>(); // ids in packs not yet in an index file
   private unindexed: FinishedPack[] = [];
-  private writing: Promise<void> = Promise.resolve();
-  private held = 0;
-  private waiters: (() => void)[] = [];
+  private readonly closing = new Set<Promise<void>>();
+  private readonly chunks = new Budget(CHUNKS_IN_FLIGHT);
+  private readonly unwritten = new Budget(UNWRITTEN);
   private failure: unknown = null;
   storedBytes = 0;
 
-  constructor(repo: Repository, opts: EncodeOptions, dedup: boolean, limit = 64 * 1024 * 1024) {
+  constructor(repo: Repository, opts: EncodeOptions, dedup: boolean) {
     this.repo = repo;
     this.opts = opts;
     this.dedup = dedup;
-    this.limit = limit;
   }
 
-  private async acquire(bytes: number): Promise<void> {
-    while (this.held > 0 && this.held + bytes > this.limit) {
-      if (this.failure) throw this.failure;
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
-    }
-    if (this.failure) throw this.failure;
-    this.held += bytes;
-  }
-
-  private release(bytes: number): void {
-    this.held -= bytes;
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const w of waiters) w();
-  }
-
-  /** Stores one chunk (its buffer is transferred away); resolves to the chunk id. */
+  /** Stores one chunk (its buffer is transferred away); the returned thunk resolves to the chunk id. */
   async store(chunk: Uint8Array): Promise<() => Promise<string>> {
     const bytes = chunk.length;
-    await this.acquire(bytes);
+    await this.unwritten.wait();
+    await this.chunks.acquire(bytes);
+    if (this.failure) {
+      this.chunks.release(bytes);
+      throw this.failure;
+    }
     const result = this.repo.pool.encode(this.repo.keyRef, this.opts, chunk).then(
       (blob) => {
-        this.release(bytes);
+        this.chunks.release(bytes);
         this.accept(blob);
         return blob.id;
       },
       (err) => {
-        this.release(bytes);
+        this.chunks.release(bytes);
         throw err;
       },
     );
-    result.catch(() => {}); // observed by the caller through the returned thunk
+    result.catch(() => {}); // observed by the caller through the thunk
     return () => result;
+  }
+
+  private fail(err: unknown): void {
+    this.failure ??= err instanceof EngineError ? err : new EngineError('STORAGE_ERROR', `cannot write to the repository: ${(err as Error).message}`, {}, { cause: err });
   }
 
   private accept(blob: EncodedBlob): void {
@@ -77,31 +73,36 @@ export class BlobWriter {
       if (this.pending.has(key) || this.repo.index.has(blob.id, encrypted)) return;
       this.pending.add(key);
     }
-    this.pack ??= new PackWriter();
-    this.pack.add(blob, encrypted);
+    this.pack ??= new PackWriter(this.repo.backend);
+    const bytes = blob.data.length;
+    this.unwritten.take(bytes);
+    const { written } = this.pack.add(blob, encrypted);
+    written.then(
+      () => this.unwritten.release(bytes),
+      (err: unknown) => {
+        this.unwritten.release(bytes);
+        this.fail(err);
+      },
+    );
     if (this.pack.size >= TARGET_PACK_SIZE) this.rotate();
   }
 
   private rotate(): void {
-    const writer = this.pack;
+    const pack = this.pack;
     this.pack = null;
-    if (!writer) return;
-    const pack = writer.finish(this.repo.key);
-    const bytes = pack.bytes.length;
-    this.held += bytes;
-    this.writing = this.writing.then(async () => {
-      if (this.failure) return;
+    if (!pack) return;
+    const close = (async () => {
       try {
-        await this.repo.backend.put(packName(pack.id), [pack.bytes]);
-        this.storedBytes += bytes;
-        this.unindexed.push({ ...pack, bytes: new Uint8Array(0) });
+        const finished = await pack.finish(this.repo.key);
+        this.storedBytes += finished.size;
+        this.unindexed.push(finished);
         if (this.unindexed.length >= INDEX_EVERY_PACKS) await this.writeIndex();
       } catch (err) {
-        this.failure = err instanceof EngineError ? err : new EngineError('STORAGE_ERROR', `cannot write to the repository: ${(err as Error).message}`, {}, { cause: err });
-      } finally {
-        this.release(bytes);
+        this.fail(err);
       }
-    });
+    })();
+    this.closing.add(close);
+    void close.finally(() => this.closing.delete(close));
   }
 
   private async writeIndex(): Promise<void> {
@@ -112,17 +113,24 @@ export class BlobWriter {
     for (const p of packs) for (const b of p.blobs) this.pending.delete(b.id + (b.encrypted ? 'e' : 'p'));
   }
 
-  /** Writes the last pack and an index for everything written. */
+  private async drain(): Promise<void> {
+    while (this.closing.size > 0) await Promise.all([...this.closing]);
+  }
+
+  /** Closes the last pack and writes an index for everything written. */
   async finish(): Promise<void> {
     this.rotate();
-    await this.writing;
+    await this.drain();
     if (this.failure) throw this.failure;
     await this.writeIndex();
   }
 
-  /** After a cancel or failure: lets queued pack writes end (each is whole or absent), writes no index. */
+  /** After a cancel or failure: drops the open pack, lets packs being closed finish (each whole or absent), writes no further index. */
   async abandon(): Promise<void> {
+    this.fail(new EngineError('CANCELLED', 'the backup was abandoned'));
+    const open = this.pack;
     this.pack = null;
-    await this.writing;
+    await open?.abort();
+    await this.drain();
   }
 }

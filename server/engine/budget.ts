@@ -15,6 +15,18 @@ export class Budget {
     this.held += bytes;
   }
 
+  /** Counts bytes without waiting (for work that cannot be refused). */
+  take(bytes: number): void {
+    this.held += bytes;
+  }
+
+  /** Waits until the budget is not exceeded. */
+  async wait(): Promise<void> {
+    while (this.held > this.limit) {
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+
   release(bytes: number): void {
     this.held -= bytes;
     const waiters = this.waiters;

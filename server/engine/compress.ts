@@ -1,4 +1,5 @@
 import { constants, gunzipSync, gzipSync, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
+import { release } from './release.ts';
 import type { Compression, CompressionCode } from './types.ts';
 
 export const DEFAULT_ZSTD_LEVEL = 3;
@@ -10,15 +11,29 @@ export function compressionCode(c: Compression): CompressionCode {
 /** Returns the compressed bytes and their code, or the input with code 0 when compression does not shrink it. */
 export function compress(data: Uint8Array, code: CompressionCode, level?: number): { data: Uint8Array; code: CompressionCode } {
   if (code === 0 || data.length < 64) return { data, code: 0 };
+  // One output buffer a little larger than the input (zlib's default is many 16-64 KiB pieces
+  // joined, several times the size of a small input), trimmed to its length afterwards.
+  const chunkSize = data.length + 1024;
   const out =
     code === 1
-      ? zstdCompressSync(data, { params: { [constants.ZSTD_c_compressionLevel]: level ?? DEFAULT_ZSTD_LEVEL } })
-      : gzipSync(data, { level: level ?? 6 });
-  return out.length < data.length ? { data: out, code } : { data, code: 0 };
+      ? zstdCompressSync(data, { chunkSize, params: { [constants.ZSTD_c_compressionLevel]: level ?? DEFAULT_ZSTD_LEVEL } })
+      : gzipSync(data, { chunkSize, level: level ?? 6 });
+  if (out.length < data.length) return { data: trim(out), code };
+  release(out, true);
+  return { data, code: 0 };
 }
 
 export function decompress(data: Uint8Array, code: CompressionCode, rawLength: number): Uint8Array {
   if (code === 0) return data;
   const maxOutputLength = Math.max(rawLength, 1);
-  return code === 1 ? zstdDecompressSync(data, { maxOutputLength }) : gunzipSync(data, { maxOutputLength });
+  const chunkSize = Math.max(rawLength, 64);
+  return trim(code === 1 ? zstdDecompressSync(data, { maxOutputLength, chunkSize }) : gunzipSync(data, { maxOutputLength, chunkSize }));
+}
+
+/** A view at the start of a larger buffer becomes a buffer of its own (transferable), without a copy where the allocator allows. */
+function trim(view: Uint8Array): Uint8Array {
+  const buffer = view.buffer;
+  // Never a pooled slab (Buffer.poolSize bytes, shared by many small Buffers).
+  if (view.byteOffset !== 0 || !(buffer instanceof ArrayBuffer) || buffer.byteLength === view.byteLength || buffer.byteLength <= Buffer.poolSize) return view;
+  return new Uint8Array(buffer.transfer(view.byteLength));
 }

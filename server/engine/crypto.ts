@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, scrypt } from 'node:crypto';
 import { EngineError } from './errors.ts';
+import { release } from './release.ts';
 
 /** The two secrets of a repository: data/metadata encryption and chunk identity. */
 export interface MasterKey {
@@ -35,12 +36,14 @@ export function deriveFromKeyFile(material: Uint8Array, salt: Uint8Array): Buffe
 /** AES-256-GCM: nonce(12) | ciphertext | tag(16). `aad` binds the ciphertext to its role or id. */
 export function seal(key: Uint8Array, plaintext: Uint8Array, aad?: Uint8Array): Buffer {
   const nonce = randomBytes(NONCE_BYTES);
-  const out = Buffer.allocUnsafe(plaintext.length + SEAL_OVERHEAD);
+  const out = Buffer.allocUnsafeSlow(plaintext.length + SEAL_OVERHEAD); // never a pooled slab: transferable
   nonce.copy(out, 0);
   const cipher = createCipheriv('aes-256-gcm', key, nonce);
   if (aad) cipher.setAAD(aad);
   let off = NONCE_BYTES;
-  off += cipher.update(plaintext).copy(out, off);
+  const body = cipher.update(plaintext);
+  off += body.copy(out, off);
+  release(body);
   off += cipher.final().copy(out, off);
   cipher.getAuthTag().copy(out, off);
   return out;

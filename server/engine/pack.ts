@@ -1,5 +1,7 @@
 import type { EncodedBlob } from './blob.ts';
 import type { MasterKey } from './crypto.ts';
+import { release } from './release.ts';
+import type { Backend, ObjectWriter } from './storage/backend.ts';
 import { randomId } from './crypto.ts';
 import { decodeMeta, encodeMeta } from './meta.ts';
 import type { CompressionCode } from './types.ts';
@@ -20,35 +22,63 @@ export interface PackedBlob {
   rawLength: number;
 }
 
-export interface FinishedPack {
-  id: string;
-  blobs: PackedBlob[];
-  bytes: Uint8Array;
-}
-
 export function packName(id: string): string {
   return `data/${id.slice(0, 2)}/${id}`;
 }
 
+export interface FinishedPack {
+  id: string;
+  blobs: PackedBlob[];
+  size: number;
+}
+
+/**
+ * Streams one pack to storage: each blob is written at its offset as soon as it is added
+ * (its buffer released once written), so a pack is never held in memory whole.
+ */
 export class PackWriter {
   readonly id = randomId();
-  private readonly parts: Uint8Array[] = [];
   readonly blobs: PackedBlob[] = [];
   size = 0;
+  private readonly writer: Promise<ObjectWriter>;
+  private readonly writes: Promise<void>[] = [];
 
-  add(blob: EncodedBlob, encrypted: boolean): PackedBlob {
-    const entry: PackedBlob = { id: blob.id, encrypted, comp: blob.comp, offset: this.size, length: blob.data.length, rawLength: blob.rawLength };
-    this.parts.push(blob.data);
-    this.blobs.push(entry);
-    this.size += blob.data.length;
-    return entry;
+  constructor(backend: Backend) {
+    this.writer = backend.createWriter(packName(this.id));
+    this.writer.catch(() => {}); // surfaced by the first write or by finish
   }
 
-  finish(key: MasterKey): FinishedPack {
-    const header = encodeMeta(key, 'pack-header', this.blobs.map(toRow));
-    const len = Buffer.alloc(4);
-    len.writeUInt32LE(header.length);
-    return { id: this.id, blobs: this.blobs, bytes: Buffer.concat([...this.parts, header, len]) };
+  /** Appends a blob; `written` settles when its bytes are in the file. */
+  add(blob: EncodedBlob, encrypted: boolean): { entry: PackedBlob; written: Promise<void> } {
+    const entry: PackedBlob = { id: blob.id, encrypted, comp: blob.comp, offset: this.size, length: blob.data.length, rawLength: blob.rawLength };
+    this.blobs.push(entry);
+    this.size += blob.data.length;
+    const written = this.writer.then((w) => w.write([blob.data], entry.offset)).finally(() => release(blob.data));
+    written.catch(() => {});
+    this.writes.push(written);
+    return { entry, written };
+  }
+
+  /** Writes the header, then makes the pack durable under its name. */
+  async finish(key: MasterKey): Promise<FinishedPack> {
+    const writer = await this.writer;
+    try {
+      await Promise.all(this.writes);
+      const header = encodeMeta(key, 'pack-header', this.blobs.map(toRow));
+      const len = Buffer.alloc(4);
+      len.writeUInt32LE(header.length);
+      await writer.write([header, len], this.size);
+      await writer.commit();
+      return { id: this.id, blobs: this.blobs, size: this.size + header.length + 4 };
+    } catch (err) {
+      await writer.abort();
+      throw err;
+    }
+  }
+
+  async abort(): Promise<void> {
+    await Promise.allSettled(this.writes);
+    await (await this.writer.catch(() => null))?.abort();
   }
 }
 

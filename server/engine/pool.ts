@@ -41,6 +41,7 @@ export class WorkerPool {
   private readonly keys = new Map<number, MasterKey>();
   private readonly batches = new Map<string, Batch>();
   private nextRef = 1;
+  private respawns = 0;
   private nextSeq = 1;
   private flushScheduled = false;
 
@@ -49,7 +50,8 @@ export class WorkerPool {
   }
 
   private spawn(): Slot {
-    const worker = new Worker(new URL('./worker.ts', import.meta.url));
+    // A small young generation: the workers' objects are short-lived, and V8's default lets each hold tens of MB.
+    const worker = new Worker(new URL('./worker.ts', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: 8 } });
     worker.unref();
     const slot: Slot = { worker, pendingBytes: 0, pending: new Map() };
     worker.on('message', (msg: { seq: number; results?: unknown[]; error?: { code: string; message: string } }) => {
@@ -71,6 +73,10 @@ export class WorkerPool {
     if (index < 0) return;
     for (const p of slot.pending.values()) p.settle.reject(new EngineError('INTERNAL_ERROR', `worker failed: ${err.message}`));
     slot.pending.clear();
+    if (++this.respawns > 10) {
+      this.slots.splice(index, 1); // a worker that keeps dying is not replaced
+      return;
+    }
     const fresh = this.spawn();
     for (const [ref, key] of this.keys) fresh.worker.postMessage(keyMessage(ref, key));
     this.slots[index] = fresh;
@@ -89,10 +95,13 @@ export class WorkerPool {
   }
 
   private post(build: (seq: number) => WorkerRequest, transfer: ArrayBuffer[], bytes: number): Promise<unknown[]> {
-    let slot = this.slots[0]!;
+    let slot = this.slots[0];
+    if (!slot) return Promise.reject(new EngineError('INTERNAL_ERROR', 'no worker is running'));
     for (const s of this.slots) if (s.pendingBytes < slot.pendingBytes) slot = s;
     const seq = this.nextSeq++;
+    const chosen = slot;
     return new Promise((resolve, reject) => {
+      const slot = chosen;
       slot.pending.set(seq, { settle: { resolve: resolve as (v: unknown) => void, reject }, bytes });
       slot.pendingBytes += bytes;
       slot.worker.ref();

@@ -6,6 +6,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { ChunkReader } from './chunk-reader.ts';
 import { EngineError, cancelled, errnoCode, throwIfAborted } from './errors.ts';
 import { ProgressReporter } from './progress.ts';
+import { collector, release } from './release.ts';
 import type { Repository } from './repository.ts';
 import type { TreeEntry } from './snapshot.ts';
 import type { Overwrite, Progress } from './types.ts';
@@ -27,6 +28,7 @@ export interface RestoreResult {
 const FILE_CONCURRENCY = 8;
 /** Chunks of one file fetched ahead of the one being written. */
 const READ_AHEAD = 4;
+const collect = collector(32 * 1024 * 1024, 256);
 
 
 function safePath(p: string): boolean {
@@ -99,7 +101,7 @@ export async function restore(repo: Repository, snapshotId: string, opts: Restor
     const temp = tempName(dest);
     const fh = await open(temp, 'wx', 0o600);
     const ids = e.c ?? [];
-    const fetches: Promise<Uint8Array>[] = [];
+    const fetches: (Promise<Uint8Array> | undefined)[] = [];
     const sizes: number[] = [];
     let next = 0;
     const startFetch = async (): Promise<void> => {
@@ -120,6 +122,7 @@ export async function restore(repo: Repository, snapshotId: string, opts: Restor
         let data: Uint8Array;
         try {
           data = await fetches[consumed]!;
+          fetches[consumed] = undefined; // written chunks are not kept alive
         } catch (err) {
           if (err instanceof EngineError && err.code === 'CORRUPT_DATA') {
             throw new EngineError('CORRUPT_DATA', `${e.p}: ${err.message}`, { ...err.details, path: e.p });
@@ -129,6 +132,8 @@ export async function restore(repo: Repository, snapshotId: string, opts: Restor
         let off = 0;
         while (off < data.length) off += (await fh.write(data, off, data.length - off, position + off)).bytesWritten;
         position += data.length;
+        collect(data.length);
+        release(data);
         reader.budget.release(sizes[consumed]!);
         consumed++;
         progress.add(0, data.length);
@@ -143,7 +148,7 @@ export async function restore(repo: Repository, snapshotId: string, opts: Restor
       await fh.close().catch(() => {});
       await unlink(temp).catch(() => {});
       for (let i = consumed; i < fetches.length; i++) {
-        await fetches[i]!.catch(() => {});
+        await fetches[i]?.catch(() => {});
         reader.budget.release(sizes[i]!);
       }
       throw err;

@@ -1,17 +1,24 @@
-import { lstat, readdir } from 'node:fs/promises';
 import type { BigIntStats } from 'node:fs';
+import { lstat, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { throwIfAborted } from './errors.ts';
 
 /**
- * The quick stat pass over a source before any data is read: every entry with its lstat,
- * in a stable order (parents before children, names sorted), so totals are known up front.
- * Symlinks are recorded, never followed. Entries that vanish or cannot be read become errors.
+ * The quick stat pass over a source before any data is read: every entry with what a
+ * backup needs of its lstat, in a stable order (parents before children, names sorted),
+ * so totals are known up front. Symlinks are recorded, never followed. Entries that vanish
+ * or cannot be read become errors. Stats are reduced to a few fields at once: a full
+ * BigIntStats per entry would cost kilobytes each on a large tree.
  */
 export interface WalkedEntry {
   path: string; // relative, '/'-separated
   abs: string;
-  stats: BigIntStats;
+  kind: 'f' | 'd' | 'l';
+  size: number;
+  mode: number;
+  mtimeNs: string;
+  ctimeNs: string;
+  ino: string;
 }
 
 export interface WalkResult {
@@ -19,41 +26,65 @@ export interface WalkResult {
   errors: { path: string; message: string }[];
 }
 
+/** lstat calls in flight at once. */
+const STAT_CONCURRENCY = 64;
+
+function kindOf(st: BigIntStats): WalkedEntry['kind'] | null {
+  if (st.isFile()) return 'f';
+  if (st.isDirectory()) return 'd';
+  if (st.isSymbolicLink()) return 'l';
+  return null;
+}
+
+export function toWalked(path: string, abs: string, st: BigIntStats): WalkedEntry | null {
+  const kind = kindOf(st);
+  if (!kind) return null;
+  return { path, abs, kind, size: kind === 'f' ? Number(st.size) : 0, mode: Number(st.mode), mtimeNs: st.mtimeNs.toString(), ctimeNs: st.ctimeNs.toString(), ino: st.ino.toString() };
+}
+
 export async function walkSource(root: string, rootStats: BigIntStats, signal?: AbortSignal): Promise<WalkResult> {
   const errors: WalkResult['errors'] = [];
+  const entries: WalkedEntry[] = [];
   if (!rootStats.isDirectory()) {
-    return { entries: [{ path: basename(root), abs: root, stats: rootStats }], errors };
+    const single = toWalked(basename(root), root, rootStats);
+    if (single) entries.push(single);
+    return { entries, errors };
   }
-  const walkDir = async (abs: string, rel: string): Promise<WalkedEntry[]> => {
+  const walkDir = async (abs: string, rel: string): Promise<void> => {
     throwIfAborted(signal);
     let names: string[];
     try {
       names = await readdir(abs);
     } catch (err) {
       errors.push({ path: rel || '.', message: (err as Error).message });
-      return [];
+      return;
     }
     names.sort();
-    const stats = await Promise.all(
-      names.map((name) =>
-        lstat(join(abs, name), { bigint: true }).catch((err: Error) => {
-          errors.push({ path: rel ? `${rel}/${name}` : name, message: err.message });
-          return null;
-        }),
-      ),
-    );
-    const children = await Promise.all(
-      names.map(async (name, i): Promise<WalkedEntry[]> => {
-        const st = stats[i];
-        if (!st) return [];
-        const entry = { path: rel ? `${rel}/${name}` : name, abs: join(abs, name), stats: st };
-        if (st.isDirectory()) return [entry, ...(await walkDir(entry.abs, entry.path))];
-        if (st.isFile() || st.isSymbolicLink()) return [entry];
-        errors.push({ path: entry.path, message: 'not a regular file, directory or symlink: skipped' });
-        return [];
-      }),
-    );
-    return children.flat();
+    for (let i = 0; i < names.length; i += STAT_CONCURRENCY) {
+      const batch = names.slice(i, i + STAT_CONCURRENCY);
+      const stats = await Promise.all(
+        batch.map((name) =>
+          lstat(join(abs, name), { bigint: true }).catch((err: Error) => {
+            errors.push({ path: rel ? `${rel}/${name}` : name, message: err.message });
+            return null;
+          }),
+        ),
+      );
+      for (let j = 0; j < batch.length; j++) {
+        const st = stats[j];
+        if (!st) continue;
+        const name = batch[j]!;
+        const path = rel ? `${rel}/${name}` : name;
+        const entry = toWalked(path, join(abs, name), st);
+        if (!entry) {
+          errors.push({ path, message: 'not a regular file, directory or symlink: skipped' });
+          continue;
+        }
+        entries.push(entry);
+        if (entry.kind === 'd') await walkDir(entry.abs, path);
+      }
+    }
   };
-  return { entries: await walkDir(root, ''), errors };
+  await walkDir(root, '');
+  return { entries, errors };
 }

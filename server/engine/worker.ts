@@ -3,6 +3,7 @@ import { decodeBlob, encodeBlob } from './blob.ts';
 import type { BlobRef } from './blob.ts';
 import type { MasterKey } from './crypto.ts';
 import { EngineError } from './errors.ts';
+import { collector, releasePrivate } from './release.ts';
 import type { CompressionCode } from './types.ts';
 
 /** Worker side of pool.ts: keyed hashing, compression and encryption of chunks, and the reverse. */
@@ -14,12 +15,14 @@ export type WorkerRequest =
 
 const keys = new Map<number, MasterKey>();
 
+const processed = collector(16 * 1024 * 1024, 64);
+
 /** A view that owns its whole ArrayBuffer can be transferred; anything else (pooled Buffers) is copied. */
 function own(data: Uint8Array): Uint8Array {
   return data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer ? data : new Uint8Array(data);
 }
 
-parentPort!.on('message', (msg: WorkerRequest) => {
+function handle(msg: WorkerRequest): void {
   if (msg.type === 'key') {
     keys.set(msg.ref, { encryption: Buffer.from(msg.encryption), chunkId: Buffer.from(msg.chunkId) });
     return;
@@ -36,8 +39,10 @@ parentPort!.on('message', (msg: WorkerRequest) => {
   if (msg.type === 'encode') {
     const transfer: ArrayBuffer[] = [];
     const results = msg.items.map((plain) => {
+      processed(plain.length);
       const blob = encodeBlob(key, plain, msg.comp, msg.level, msg.encrypt);
       const data = own(blob.data);
+      if (data.buffer !== plain.buffer) releasePrivate(plain); // inputs arrive transferred: private to this thread
       transfer.push(data.buffer as ArrayBuffer);
       return { ...blob, data };
     });
@@ -46,8 +51,10 @@ parentPort!.on('message', (msg: WorkerRequest) => {
   }
   const transfer: ArrayBuffer[] = [];
   const results = msg.items.map(({ ref, data }) => {
+    processed(ref.rawLength);
     try {
       const plain = own(decodeBlob(key, ref, data));
+      if (plain.buffer !== data.buffer) releasePrivate(data);
       transfer.push(plain.buffer as ArrayBuffer);
       return { data: plain };
     } catch (err) {
@@ -56,4 +63,12 @@ parentPort!.on('message', (msg: WorkerRequest) => {
     }
   });
   parentPort!.postMessage({ seq: msg.seq, results }, transfer);
+}
+
+parentPort!.on('message', (msg: WorkerRequest) => {
+  try {
+    handle(msg);
+  } catch (err) {
+    if ('seq' in msg) parentPort!.postMessage({ seq: msg.seq, error: { code: 'INTERNAL_ERROR', message: (err as Error).message } });
+  }
 });

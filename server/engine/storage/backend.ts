@@ -9,7 +9,19 @@ export interface RangeReader {
   close(): Promise<void>;
 }
 
+/** An object written piece by piece (a pack file), visible under its name only after commit. */
+export interface ObjectWriter {
+  /** Writes bytes at an offset; writes may run concurrently and finish in any order. */
+  write(parts: Uint8Array[], offset: number): Promise<void>;
+  /** Makes the object durable and visible under its name (atomically). */
+  commit(): Promise<void>;
+  /** Drops what was written; the name never appears. */
+  abort(): Promise<void>;
+}
+
 export interface Backend {
+  /** Starts an object that is written in pieces (large objects without holding them in memory). */
+  createWriter(name: string): Promise<ObjectWriter>;
   /** Writes (or replaces) an object from its parts, atomically and durably. */
   put(name: string, parts: Uint8Array[]): Promise<void>;
   /** Like put, but only when no object of that name exists; resolves false otherwise. */

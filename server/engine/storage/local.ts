@@ -4,7 +4,7 @@ import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from 'node
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { EngineError, errnoCode } from '../errors.ts';
-import type { Backend, RangeReader } from './backend.ts';
+import type { Backend, ObjectWriter, RangeReader } from './backend.ts';
 
 /**
  * A repository in a local directory. A write goes to a temp name beside its target
@@ -25,23 +25,24 @@ export class LocalBackend implements Backend {
     return join(this.root, ...name.split('/'));
   }
 
-  private async writeTemp(target: string, parts: Uint8Array[]): Promise<string> {
+  /** Creates ".<name>.tmp-<random>" beside the target (and the directory when missing). */
+  private async openTemp(target: string): Promise<{ temp: string; fh: FileHandle }> {
     const dir = dirname(target);
     const temp = join(dir, `.${target.slice(dir.length + 1)}.tmp-${randomBytes(6).toString('hex')}`);
-    let fh: FileHandle;
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
     try {
-      fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+      return { temp, fh: await open(temp, flags, 0o600) };
     } catch (err) {
       if (errnoCode(err) !== 'ENOENT') throw err;
       await mkdir(dir, { recursive: true });
-      fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+      return { temp, fh: await open(temp, flags, 0o600) };
     }
+  }
+
+  private async writeTemp(target: string, parts: Uint8Array[]): Promise<string> {
+    const { temp, fh } = await this.openTemp(target);
     try {
-      let pending = parts.filter((p) => p.length > 0);
-      while (pending.length > 0) {
-        const { bytesWritten } = await fh.writev(pending);
-        pending = skip(pending, bytesWritten);
-      }
+      await writeAll(fh, parts, 0);
       await fh.sync();
     } catch (err) {
       await fh.close().catch(() => {});
@@ -50,6 +51,33 @@ export class LocalBackend implements Backend {
     }
     await fh.close();
     return temp;
+  }
+
+  async createWriter(name: string): Promise<ObjectWriter> {
+    const target = this.path(name);
+    const { temp, fh } = await this.openTemp(target);
+    let closed = false;
+    return {
+      write: (parts, offset) => writeAll(fh, parts, offset),
+      async commit() {
+        closed = true;
+        try {
+          await fh.sync();
+          await fh.close();
+        } catch (err) {
+          await fh.close().catch(() => {});
+          await unlink(temp).catch(() => {});
+          throw err;
+        }
+        await rename(temp, target);
+        await syncDir(dirname(target));
+      },
+      async abort() {
+        if (!closed) await fh.close().catch(() => {});
+        closed = true;
+        await unlink(temp).catch(() => {});
+      },
+    };
   }
 
   async put(name: string, parts: Uint8Array[]): Promise<void> {
@@ -137,6 +165,16 @@ export async function syncDir(dir: string): Promise<void> {
     await fh.sync();
   } finally {
     await fh.close();
+  }
+}
+
+async function writeAll(fh: FileHandle, parts: Uint8Array[], offset: number): Promise<void> {
+  let pending = parts.filter((p) => p.length > 0);
+  let position = offset;
+  while (pending.length > 0) {
+    const { bytesWritten } = await fh.writev(pending, position);
+    position += bytesWritten;
+    pending = skip(pending, bytesWritten);
   }
 }
 

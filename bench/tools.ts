@@ -1,0 +1,111 @@
+import { spawn } from 'node:child_process';
+import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** One measured child process: wall time (measured here) and peak RSS (GNU time's %M). */
+export interface Measure {
+  seconds: number;
+  rssMb: number;
+  stdout: string;
+}
+
+export async function measure(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; scratch: string }): Promise<Measure> {
+  const rssFile = join(opts.scratch, `time-${process.pid}-${Date.now()}.txt`);
+  const started = performance.now();
+  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn('/usr/bin/time', ['-f', '%M', '-o', rssFile, cmd, ...args], {
+      cwd: opts.cwd,
+      env: { ...process.env, ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', reject);
+    child.on('exit', (c) => resolve({ code: c, stdout: out, stderr: err }));
+  });
+  const seconds = (performance.now() - started) / 1000;
+  if (code !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${code}):\n${stderr.slice(-2000)}`);
+  const rssKb = Number((await readFile(rssFile, 'utf8')).trim().split('\n').at(-1));
+  await rm(rssFile, { force: true });
+  return { seconds, rssMb: rssKb / 1024, stdout };
+}
+
+export async function dirBytes(dir: string): Promise<number> {
+  let n = 0;
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) n += (await stat(join(e.parentPath, e.name))).size;
+  }
+  return n;
+}
+
+/** A backup tool under test. `home` is a scratch dir for caches and settings, fresh each run. */
+export interface Tool {
+  name: string;
+  init(repo: string, home: string): Promise<void>;
+  backup(repo: string, source: string, home: string): Promise<Measure & { snapshot: string }>;
+  restore(repo: string, snapshot: string, target: string, home: string): Promise<Measure>;
+}
+
+const PASSWORD = 'bench-password-not-secret';
+
+export function ours(root: string): Tool {
+  const cli = join(root, 'bench', 'engine-cli.ts');
+  const env = { BENCH_PASSWORD: PASSWORD };
+  return {
+    name: 'ours',
+    async init() {
+      // The repository is created on first open, inside the first backup's time.
+    },
+    async backup(repo, source, home) {
+      const m = await measure(process.execPath, [cli, 'backup', repo, source], { env, scratch: home });
+      return { ...m, snapshot: (JSON.parse(m.stdout) as { snapshotId: string }).snapshotId };
+    },
+    restore(repo, snapshot, target, home) {
+      return measure(process.execPath, [cli, 'restore', repo, snapshot, target], { env, scratch: home });
+    },
+  };
+}
+
+export function restic(): Tool {
+  const env = (home: string) => ({ RESTIC_PASSWORD: PASSWORD, RESTIC_CACHE_DIR: join(home, 'cache') });
+  return {
+    name: 'restic',
+    async init(repo, home) {
+      await measure('restic', ['-r', repo, 'init', '--repository-version', '2'], { env: env(home), scratch: home });
+    },
+    async backup(repo, source, home) {
+      const m = await measure('restic', ['-r', repo, 'backup', '-q', source], { env: env(home), scratch: home });
+      return { ...m, snapshot: 'latest' };
+    },
+    restore(repo, snapshot, target, home) {
+      return measure('restic', ['-r', repo, 'restore', snapshot, '--target', target], { env: env(home), scratch: home });
+    },
+  };
+}
+
+export function borg(): Tool {
+  let n = 0;
+  const env = (home: string) => ({
+    BORG_PASSPHRASE: PASSWORD,
+    BORG_BASE_DIR: home,
+    BORG_RELOCATED_REPO_ACCESS_IS_OK: 'yes',
+    BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK: 'yes',
+  });
+  return {
+    name: 'borg',
+    async init(repo, home) {
+      await measure('borg', ['init', '--encryption=repokey', repo], { env: env(home), scratch: home });
+    },
+    async backup(repo, source, home) {
+      const name = `s${++n}`;
+      const m = await measure('borg', ['create', '--compression', 'zstd', `${repo}::${name}`, '.'], { env: env(home), cwd: source, scratch: home });
+      return { ...m, snapshot: name };
+    },
+    async restore(repo, snapshot, target, home) {
+      await mkdir(target, { recursive: true });
+      return measure('borg', ['extract', `${repo}::${snapshot}`], { env: env(home), cwd: target, scratch: home });
+    },
+  };
+}
