@@ -69,4 +69,14 @@ describe('confine', () => {
     expect(await confine(join(root, 'docs'), [link])).toMatchObject({ allowed: true });
     expect(await confine(join(link, 'docs'), [root])).toMatchObject({ allowed: true, resolved: join(root, 'docs') });
   });
+
+  it('refuses paths inside the excluded data directory, or containing it', async () => {
+    const data = join(root, 'data');
+    mkdirSync(join(data, 'secrets'), { recursive: true });
+    expect(await confine(join(data, 'secrets'), [root], [data])).toEqual({ allowed: false });
+    expect(await confine(data, [root], [data])).toEqual({ allowed: false });
+    expect(await confine(root, [root], [data])).toEqual({ allowed: false });
+    expect(await confine(join(root, 'docs'), [root], [data])).toMatchObject({ allowed: true });
+    expect(await confine(`${data}-other`, [root], [data])).toMatchObject({ allowed: true });
+  });
 });

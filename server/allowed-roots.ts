@@ -37,8 +37,10 @@ export function isInside(path: string, root: string): boolean {
  * replaced by its real path (every symlink followed), the missing rest appended. The result must lie
  * inside one of the roots. A dangling symlink or loop on the way counts as outside: where it points
  * cannot be proven to be inside. The answer for an outside path never depends on whether it exists.
+ * A path inside an `excluded` directory (the service's own data), or containing one, is refused too:
+ * backing it up or restoring over it would expose or overwrite the database and secrets.
  */
-export async function confine(requested: string, roots: readonly string[]): Promise<Confinement> {
+export async function confine(requested: string, roots: readonly string[], excluded: readonly string[] = []): Promise<Confinement> {
   if (!isAbsolute(requested) || requested.includes('\0')) return { allowed: false };
   let current = resolve(requested);
   const missing: string[] = [];
@@ -54,6 +56,9 @@ export async function confine(requested: string, roots: readonly string[]): Prom
   const resolved = missing.length ? join(real, ...missing) : real;
   const reals = await realRoots(roots);
   if (!reals.some((root) => isInside(resolved, root))) return { allowed: false };
+  for (const dir of await realRoots(excluded)) {
+    if (isInside(resolved, dir) || isInside(dir, resolved)) return { allowed: false };
+  }
   if (missing.length) return { allowed: true, resolved, exists: false, isDirectory: false };
   const info = await stat(resolved).catch(() => null);
   return { allowed: true, resolved, exists: info !== null, isDirectory: info?.isDirectory() ?? false };

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GENERATED_DIR, loadDocument } from '../http/openapi.ts';
@@ -162,6 +163,8 @@ describe('Backup API over real HTTP with real files', () => {
       attempt(join(h.root, 'escape', 'secret.txt')),
       attempt(join(outside, 'does-not-exist')),
       attempt('/etc/passwd'),
+      attempt(h.dataDir),
+      attempt(join(h.dataDir, 'secrets')),
     ]);
     for (const r of refusals) {
       expect(r.status).toBe(403);
@@ -177,7 +180,7 @@ describe('Backup API over real HTTP with real files', () => {
 
     const [done] = (await h.request('/api/v1/backup?status=completed&limit=1', { token })).body.data.items;
     const restoreTo = (target_path: string, extra: object = {}) => h.request('/api/v1/restore', { method: 'POST', token, json: { backup_id: done.id, target_path, ...extra } });
-    for (const target of [join(h.root, 'escape', 'r'), `${h.root}/../outside/r`, '/tmp']) {
+    for (const target of [join(h.root, 'escape', 'r'), `${h.root}/../outside/r`, '/tmp', join(h.dataDir, 'restore-here')]) {
       const r = await restoreTo(target);
       expect(r.status).toBe(403);
       expect(r.body.error.code).toBe('TARGET_NOT_ALLOWED');
@@ -190,6 +193,23 @@ describe('Backup API over real HTTP with real files', () => {
     expect(notInBackup.body.error).toMatchObject({ code: 'INVALID_SOURCE', details: { path: 'no/such/file' } });
     const dotdot = await restoreTo(join(h.root, 'r3'), { paths: ['../etc'] });
     expect(dotdot.status).toBe(400);
+  });
+
+  it("refuses the service's own data directory even inside an allowed root", async () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'own-data-')));
+    const own = await startHarness({ BACKUP_ALLOWED_ROOTS: dir }, {}, dir);
+    try {
+      const t = await own.tokenFor(await own.newKey());
+      for (const source of [own.dataDir, join(own.dataDir, 'secrets'), dir]) {
+        const res = await own.request('/api/v1/backup', { method: 'POST', token: t, json: { source } });
+        expect(res.status, source).toBe(403);
+        expect(res.body.error.code).toBe('SOURCE_NOT_ALLOWED');
+      }
+      expect((await own.request('/api/v1/backup', { method: 'POST', token: t, json: { source: own.root } })).status).toBe(202);
+    } finally {
+      await own.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('reports missing backups and restores, and refuses work on backups that did not complete', async () => {

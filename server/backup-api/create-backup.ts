@@ -22,7 +22,7 @@ export async function createBackup(req: Op['request'], ctx: RequestContext): Pro
     deduplication: req.body.options?.deduplication ?? true,
   };
 
-  const place = await confine(source, config.allowedRoots);
+  const place = await confine(source, config.allowedRoots, [config.dataDir]);
   if (!place.allowed) throw new ApiError('SOURCE_NOT_ALLOWED', 'The source is outside the allowed backup roots.');
   if (!place.exists) throw new ApiError('INVALID_SOURCE', 'The source path does not exist.', { path: source });
   if (!isDestination(destination)) {

@@ -42,7 +42,7 @@ export async function createRestore(req: Op['request'], ctx: RequestContext): Pr
   if (backup.status !== 'completed') {
     throw new ApiError('BACKUP_NOT_COMPLETED', `Only completed backups can be restored; this one is ${backup.status}.`, { status: backup.status });
   }
-  const place = await confine(targetPath, config.allowedRoots);
+  const place = await confine(targetPath, config.allowedRoots, [config.dataDir]);
   if (!place.allowed) throw new ApiError('TARGET_NOT_ALLOWED', 'The target is outside the allowed restore roots.');
   for (const p of paths ?? []) {
     if (!store.files.matches(backupId, p)) {

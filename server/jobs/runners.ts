@@ -63,7 +63,7 @@ async function runBackup(deps: RunnerDeps, id: string, signal: AbortSignal): Pro
   const job = store.jobs.getBackup(id);
   if (!job || !store.jobs.markRunning('backup', id)) return;
   // Checked again at run time: the roots or the filesystem may have changed since the request.
-  const place = await confine(job.source, deps.allowedRoots);
+  const place = await confine(job.source, deps.allowedRoots, [deps.dataDir]);
   if (!place.allowed) throw new JobFailure('SOURCE_NOT_ALLOWED', 'The source is outside the allowed roots.');
   if (!place.exists) throw new JobFailure('INVALID_SOURCE', `The source ${job.source} does not exist.`);
   const progress = new ProgressWriter(store, 'backup', id, deps.progressIntervalMs);
@@ -104,7 +104,7 @@ async function runRestore(deps: RunnerDeps, id: string, signal: AbortSignal): Pr
   if (!source || source.status !== 'completed' || !source.snapshotId) {
     throw new JobFailure('BACKUP_NOT_COMPLETED', 'The backup to restore is not completed.');
   }
-  const place = await confine(job.targetPath, deps.allowedRoots);
+  const place = await confine(job.targetPath, deps.allowedRoots, [deps.dataDir]);
   if (!place.allowed) throw new JobFailure('TARGET_NOT_ALLOWED', 'The target is outside the allowed roots.');
   if (place.exists && !place.isDirectory) throw new JobFailure('INVALID_TARGET', 'The target exists and is not a directory.');
   await mkdir(place.resolved, { recursive: true });
