@@ -67,6 +67,7 @@ export class BlobWriter {
   }
 
   private accept(blob: EncodedBlob): void {
+    if (this.failure) return; // abandoned: results still arriving from the workers are dropped
     const encrypted = this.opts.encrypt;
     if (this.dedup) {
       const key = blob.id + (encrypted ? 'e' : 'p');
