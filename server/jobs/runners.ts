@@ -91,6 +91,7 @@ async function runBackup(deps: RunnerDeps, id: string, signal: AbortSignal): Pro
         progress: { ...done, filesTotal: Math.max(done.filesTotal, done.filesDone), bytesTotal: Math.max(done.bytesTotal, done.bytesDone) },
       });
     });
+    deps.logger.info({ job_id: id, account: job.accountId, files: result.filesBackedUp, size_bytes: result.sizeBytes, stored_bytes: result.storedBytes }, 'backup completed');
   } finally {
     await repo.close();
   }
@@ -123,6 +124,7 @@ async function runRestore(deps: RunnerDeps, id: string, signal: AbortSignal): Pr
       ...result,
       progress: { ...p, filesDone: Math.max(p.filesDone, p.filesTotal), bytesDone: Math.max(p.bytesDone, p.bytesTotal) },
     });
+    deps.logger.info({ job_id: id, account: job.accountId, files: result.filesRestored, skipped: result.filesSkipped }, 'restore completed');
   } finally {
     await repo.close();
   }
@@ -149,6 +151,7 @@ export function createJobRunner(deps: RunnerDeps): JobRunner {
     } catch (err) {
       const outcome = describeFailure(err, signal);
       if (outcome.unexpected) deps.logger.error({ err, job_id: id }, 'job failed');
+      else deps.logger.info({ job_id: id, status: outcome.status, code: outcome.error?.code }, `${kind} ${outcome.status}`);
       deps.store.jobs.finish(kind, id, outcome.status, outcome.error);
     }
   };
