@@ -57,7 +57,7 @@ export async function backupFlows(s: Session, env: FlowEnv): Promise<{ backupId:
   const backupId = id(created);
   const job = await s.waitJob('backup', backupId);
   if (job['status'] !== 'completed') s.failures.push(`backup ${backupId} ended ${String(job['status'])}`);
-  const second = await s.call('backup', 'POST', '/backup', { body: { source: join(env.source, 'docs') }, expect: 202 });
+  const second = await s.call('backup', 'POST', '/backup', { headers: { Prefer: 'wait=25' }, body: { source: join(env.source, 'docs') }, expect: 202 });
   await s.waitJob('backup', id(second));
   await s.call('backup', 'GET', `/backup/${backupId}`, { expect: 200 });
   await s.call('backup', 'GET', '/backup', { expect: 200 });
@@ -114,7 +114,7 @@ export async function backupFlows(s: Session, env: FlowEnv): Promise<{ backupId:
   const restoreId = id(restore);
   const restored = await s.waitJob('restore', restoreId);
   if (restored['status'] !== 'completed') s.failures.push(`restore ${restoreId} ended ${String(restored['status'])}`);
-  const partial = await s.call('backup', 'POST', '/restore', { body: { backup_id: backupId, target_path: join(env.allowedRoot, 'partial'), paths: ['docs'], overwrite: 'always' }, expect: 202 });
+  const partial = await s.call('backup', 'POST', '/restore', { headers: { Prefer: 'wait=25' }, body: { backup_id: backupId, target_path: join(env.allowedRoot, 'partial'), paths: ['docs'], overwrite: 'always' }, expect: 202 });
   await s.waitJob('restore', id(partial));
   await s.call('backup', 'GET', `/restore/${restoreId}`, { expect: 200 });
   await s.call('backup', 'GET', '/restore/rst_malformed', { expect: 400 });
