@@ -123,6 +123,8 @@ describe('Backup API over real HTTP with real files', () => {
       const q: string = `/api/v1/files?backup_id=${full.id}&limit=2${cursor ? `&cursor=${cursor}` : ''}`;
       const page = await h.request(q, { token });
       expect(page.status).toBe(200);
+      expect(page.body.data.items.length).toBe(page.body.data.next_cursor ? 2 : page.body.data.items.length);
+      expect(page.body.data.items.length).toBeLessThanOrEqual(2);
       seen.push(...page.body.data.items.map((f: any) => f.path));
       cursor = page.body.data.next_cursor;
     } while (cursor);
@@ -140,6 +142,7 @@ describe('Backup API over real HTTP with real files', () => {
     let cursor: string | null = null;
     do {
       const page: any = await h.request(`/api/v1/backup?limit=1${cursor ? `&cursor=${cursor}` : ''}`, { token });
+      expect(page.body.data.items).toHaveLength(1);
       ids.push(...page.body.data.items.map((j: any) => j.id));
       cursor = page.body.data.next_cursor;
     } while (cursor);
