@@ -54,7 +54,7 @@ const checks: Check[] = [
   {
     name: 'dredd-real',
     run: () =>
-      withServer('dredd-real', {}, (s) =>
+      withServer('dredd-real', { TRUST_PROXY: 'loopback' }, (s) =>
         dreddCheck('dredd-real', ctx, { kind: 'real', backupOrigin: s.origin, toolsOrigin: s.origin, allowedRoot: s.allowedRoot, source: s.source, bigSource: s.bigSource }),
       ),
   },
