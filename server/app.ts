@@ -211,7 +211,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
             server!.closeIdleConnections();
           })
         : Promise.resolve();
-      await queue.close();
+      await queue.close(config.shutdownTimeoutMs);
       const timer = setTimeout(() => server?.closeAllConnections(), config.shutdownTimeoutMs);
       await closed;
       clearTimeout(timer);

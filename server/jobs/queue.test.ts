@@ -131,4 +131,21 @@ describe('JobQueue', () => {
     await runner.tick();
     expect(runner.started).toEqual([running]);
   });
+
+  it('close() records a job that ignores its abort signal as interrupted after the timeout', async () => {
+    const t = tempStore();
+    cleanups.push(t.cleanup);
+    const account = t.store.accounts.createAccount('pro');
+    const id = newId('bkp');
+    t.store.jobs.insertBackup({ id, accountId: account.id, source: '/x', destination: 'cloud', compression: 'zstd', encryption: true, deduplication: true });
+    const stuck = async (kind: JobKind, jobId: string): Promise<void> => {
+      t.store.jobs.markRunning(kind, jobId);
+      await new Promise(() => {}); // never settles, ignores the signal
+    };
+    const queue = new JobQueue({ store: t.store, run: stuck, logger, concurrency: 1 });
+    queue.enqueue('backup', id, 'r');
+    await new Promise((r) => setTimeout(r, 10));
+    await queue.close(50);
+    expect(t.store.jobs.getBackup(id)).toMatchObject({ status: 'failed', error: { code: 'INTERRUPTED' } });
+  });
 });

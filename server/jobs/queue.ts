@@ -91,13 +91,29 @@ export class JobQueue {
     return { waiting: this.pending.length, running: this.running.size };
   }
 
-  /** Stops taking work and aborts running jobs (recorded as interrupted); waiting ones stay queued. */
-  async close(): Promise<void> {
+  /**
+   * Stops taking work and aborts running jobs (their runners record them as interrupted); waiting
+   * ones stay queued for the next start. A job that has not stopped after `timeoutMs` is recorded
+   * as interrupted here, so shutdown never waits on a stuck job.
+   */
+  async close(timeoutMs = 10_000): Promise<void> {
     this.closed = true;
     this.pending.length = 0;
     const active = [...this.running.values()];
     for (const a of active) a.controller.abort(ABORT_SHUTDOWN);
-    await Promise.allSettled(active.map((a) => a.done));
+    let timer: NodeJS.Timeout | undefined;
+    const stopped = await Promise.race([
+      Promise.allSettled(active.map((a) => a.done)).then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    if (stopped) return;
+    for (const { job } of this.running.values()) {
+      this.logger.warn({ job_id: job.id }, 'job did not stop in time; recorded as interrupted');
+      if (this.store.jobs.finish(job.kind, job.id, 'failed', { code: 'INTERRUPTED', message: 'The server stopped while the job was running.' })) {
+        this.notifySettled(job.id);
+      }
+    }
   }
 
   private pump(): void {
