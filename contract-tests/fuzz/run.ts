@@ -109,6 +109,8 @@ export async function fuzzCheck(ctx: Context, server: ServerHandle, name = 'fuzz
   if (!options.skipAfterFlows) {
     const observe = (x: Exchange) => {
       if (x.res.status >= 500) fail(`after ${x.method} ${x.path}`, `5xx after fuzzing: ${x.res.status} ${x.res.text.slice(0, 200)}`);
+      const verdict = x.op ? ctx.validator.check(x.op, x.res.status, x.res.headers, x.res.json, x.res.text) : undefined;
+      if (verdict && !verdict.ok) fail(`after ${x.method} ${x.path} schema`, `after fuzzing, ${x.method} ${x.path} → ${x.res.status}: ${verdict.problems.join('; ')}`);
     };
     const after = new Session(ctx.apis, { backup: server.origin + '/api/v1', tools: server.origin }, observe);
     // A client address the fuzzer never used: its failed attempts count against its own addresses.
@@ -117,6 +119,17 @@ export async function fuzzCheck(ctx: Context, server: ServerHandle, name = 'fuzz
     try {
       await backupFlows(after, flowEnv);
       await toolsFlows(after, flowEnv);
+      // Everything the fuzzer got accepted must still list and read back within the schema.
+      let cursor: unknown = undefined;
+      for (let page = 0; page < 50; page++) {
+        const res = await after.call('backup', 'GET', `/backup?limit=100${typeof cursor === 'string' ? `&cursor=${cursor}` : ''}`, { expect: 200 });
+        const data = Session.data(res);
+        for (const item of (data?.['items'] as Array<{ id?: string; status?: string }> | undefined) ?? []) {
+          if (item.status === 'completed' && item.id) await after.call('backup', 'GET', `/files?backup_id=${item.id}&limit=1000`, { expect: 200 });
+        }
+        cursor = data?.['next_cursor'];
+        if (typeof cursor !== 'string') break;
+      }
     } catch (err) {
       fail('after-flows', `normal flow aborted after fuzzing: ${(err as Error).message}`);
     }
