@@ -87,6 +87,20 @@ describe('Backup API over real HTTP with real files', () => {
     expect(readFileSync(join(h.root, 'subset', 'reports', '2024', 'q1.bin')).equals(readFileSync(join(docs, 'reports', '2024', 'q1.bin')))).toBe(true);
   });
 
+  it('honours every option combination and the local destination', async () => {
+    for (const options of [
+      { compression: 'gzip', encryption: false, deduplication: true },
+      { compression: 'none', encryption: true, deduplication: false },
+    ]) {
+      const created = await h.request('/api/v1/backup', { method: 'POST', token, headers: { Prefer: 'wait=30' }, json: { source: join(docs, 'reports'), destination: 'local', options } });
+      expect(created.body.data).toMatchObject({ status: 'completed', destination: 'local', options, files_backed_up: 2 });
+      const target = join(h.root, `restored-${options.compression}`);
+      const restored = await h.request('/api/v1/restore', { method: 'POST', token, headers: { Prefer: 'wait=30' }, json: { backup_id: created.body.data.id, target_path: target } });
+      expect(restored.body.data.status).toBe('completed');
+      expect(snapshotTree(target)).toEqual(snapshotTree(join(docs, 'reports')));
+    }
+  });
+
   it('answers 202 at once without Prefer, and the job completes', async () => {
     const res = await h.request('/api/v1/backup', { method: 'POST', token, json: { source: join(docs, 'notes.txt') } });
     expect(res.status).toBe(202);
