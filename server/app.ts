@@ -141,6 +141,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   app.use(requestLogger(logger));
   app.use((_req, res, next) => {
     res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     if (shuttingDown) {
       res.setHeader('Connection', 'close');
       next(new ApiError('SERVICE_UNAVAILABLE', 'The server is shutting down; retry shortly.', {}, { 'Retry-After': '5' }));

@@ -23,6 +23,7 @@ describe('authentication over HTTP', () => {
     expect(res.body.data).toMatchObject({ token_type: 'Bearer', expires_in: 900 });
     expect(Date.parse(res.body.data.expires_at) - Date.now()).toBeGreaterThan(890_000);
     expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     expect(res.headers.get('x-ratelimit-limit')).not.toBeNull();
     expect((await list(res.body.data.access_token)).status).toBe(200);
   });
