@@ -57,7 +57,7 @@ describe('Backup API over real HTTP with real files', () => {
     expect(created.headers.get('preference-applied')).toBe('wait=30');
     const job = created.body.data;
     expect(created.headers.get('location')).toBe(`/api/v1/backup/${job.id}`);
-    expect(job).toMatchObject({ status: 'completed', source: docs, destination: 'cloud', files_backed_up: 4, error: null });
+    expect(job).toMatchObject({ status: 'completed', source: docs, destination: 'cloud', files_backed_up: 7, error: null }); // entries: 4 files, 1 symlink, 2 directories
     expect(job.size_bytes).toBe(3 * 1024 * 1024 + 17 + 14 + 10_000);
     expect(job.stored_bytes).toBeGreaterThan(3 * 1024 * 1024);
     expect(job.progress).toMatchObject({ files_done: 4, files_total: 4 });
@@ -93,7 +93,7 @@ describe('Backup API over real HTTP with real files', () => {
       { compression: 'none', encryption: true, deduplication: false },
     ]) {
       const created = await h.request('/api/v1/backup', { method: 'POST', token, headers: { Prefer: 'wait=30' }, json: { source: join(docs, 'reports'), destination: 'local', options } });
-      expect(created.body.data).toMatchObject({ status: 'completed', destination: 'local', options, files_backed_up: 2 });
+      expect(created.body.data).toMatchObject({ status: 'completed', destination: 'local', options, files_backed_up: 3 });
       const target = join(h.root, `restored-${options.compression}`);
       const restored = await h.request('/api/v1/restore', { method: 'POST', token, headers: { Prefer: 'wait=30' }, json: { backup_id: created.body.data.id, target_path: target } });
       expect(restored.body.data.status).toBe('completed');

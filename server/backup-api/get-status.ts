@@ -1,5 +1,5 @@
-import { constants } from 'node:fs';
-import { access, mkdir } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BackupOperations } from '../../generated/backup-handlers.ts';
 import type { RequestContext } from '../context.ts';
@@ -7,26 +7,37 @@ import { successBody } from '../http/envelope.ts';
 
 type Op = BackupOperations['getStatus'];
 
+/** A check gives up after this long and counts as failed. */
+const CHECK_TIMEOUT_MS = 1000;
+
 async function timed(check: () => unknown): Promise<{ status: 'ok' | 'failed'; latency_ms: number }> {
   const started = performance.now();
-  let ok: boolean;
-  try {
-    ok = (await check()) !== false;
-  } catch {
-    ok = false;
-  }
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS)));
+  const ok = await Promise.race([Promise.resolve().then(check).then((r) => r !== false, () => false), timeout]);
+  clearTimeout(timer);
   return { status: ok ? 'ok' : 'failed', latency_ms: Math.round(performance.now() - started) };
+}
+
+/** Writes, reads back and removes a probe file where the repositories live. */
+async function storageProbe(dataDir: string): Promise<boolean> {
+  const dir = join(dataDir, 'repositories');
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, `.status-probe-${process.pid}`);
+  const bytes = randomBytes(16);
+  try {
+    await writeFile(file, bytes);
+    return (await readFile(file)).equals(bytes);
+  } finally {
+    await rm(file, { force: true });
+  }
 }
 
 /** GET /status: database and repository storage checks and the job counts; no account data. */
 export async function getStatus(_req: Op['request'], ctx: RequestContext): Promise<Op['response']> {
   const { store, config, startedAt, version } = ctx.services;
   const database = await timed(() => store.ping());
-  const storage = await timed(async () => {
-    const dir = join(config.dataDir, 'repositories');
-    await mkdir(dir, { recursive: true });
-    await access(dir, constants.R_OK | constants.W_OK);
-  });
+  const storage = await timed(() => storageProbe(config.dataDir));
   let jobs = { queued: 0, running: 0 };
   if (database.status === 'ok') {
     try {

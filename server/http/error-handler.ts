@@ -29,12 +29,12 @@ function isValidatorError(err: unknown): err is ValidatorError {
 
 /**
  * express-openapi-validator paths ("/body/options/compression", ".body.source", "/params/id") as
- * the contract's JSON Pointers into the request: /body/…, /query/…, /path/…, /header/….
+ * the contract's JSON Pointers into the request: /body/…, /query/…, /path/…, /headers/….
  */
 function problemPath(path: string | undefined): string {
   if (!path) return '/';
   const pointer = path.startsWith('.') ? path.replace(/\./g, '/') : path;
-  return pointer.replace(/^\/params(?=\/|$)/, '/path').replace(/^\/headers(?=\/|$)/, '/header');
+  return pointer.replace(/^\/params(?=\/|$)/, '/path');
 }
 
 function fromBodyParser(err: BodyParserError): ApiError | null {

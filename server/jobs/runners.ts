@@ -85,13 +85,14 @@ async function runBackup(deps: RunnerDeps, id: string, signal: AbortSignal): Pro
       const done = { ...progress.latest, filesDone: result.filesBackedUp, bytesDone: result.sizeBytes };
       store.jobs.completeBackup(id, {
         snapshotId: result.snapshotId,
-        filesBackedUp: result.filesBackedUp,
+        // The contract counts entries (files, directories, symlinks); the engine's filesBackedUp counts files.
+        filesBackedUp: result.entries,
         sizeBytes: result.sizeBytes,
         storedBytes: result.storedBytes,
         progress: { ...done, filesTotal: Math.max(done.filesTotal, done.filesDone), bytesTotal: Math.max(done.bytesTotal, done.bytesDone) },
       });
     });
-    deps.logger.info({ job_id: id, account: job.accountId, files: result.filesBackedUp, size_bytes: result.sizeBytes, stored_bytes: result.storedBytes }, 'backup completed');
+    deps.logger.info({ job_id: id, account: job.accountId, entries: result.entries, files: result.filesBackedUp, size_bytes: result.sizeBytes, stored_bytes: result.storedBytes }, 'backup completed');
   } finally {
     await repo.close();
   }
