@@ -14,15 +14,17 @@ function progress(p: BackupJob['progress']): Schemas['JobProgress'] {
   return { files_done: p.filesDone, files_total: p.filesTotal, bytes_done: p.bytesDone, bytes_total: p.bytesTotal };
 }
 
+/** While a backup runs, its counts so far come from the progress it reports. */
 export function presentBackup(job: BackupJob): Schemas['BackupJob'] {
+  const running = job.status === 'running';
   return {
     id: job.id,
     status: job.status,
     source: job.source,
     destination: job.destination,
     options: { compression: job.compression, encryption: job.encryption, deduplication: job.deduplication },
-    files_backed_up: job.filesBackedUp,
-    size_bytes: job.sizeBytes,
+    files_backed_up: running ? job.progress.filesDone : job.filesBackedUp,
+    size_bytes: running ? job.progress.bytesDone : job.sizeBytes,
     stored_bytes: job.storedBytes,
     duration_seconds: durationSeconds(job),
     progress: progress(job.progress),
