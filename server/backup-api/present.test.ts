@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import type { BackupJob } from '../store/index.ts';
+import { durationSeconds, octalMode, presentBackup, presentFile } from './present.ts';
+
+const base: BackupJob = {
+  id: 'bkp_01ARZ3NDEKTSV4RRFFQ69G5FAV',
+  accountId: 'acc_x',
+  status: 'running',
+  createdAt: '2026-01-01T00:00:00.000Z',
+  startedAt: '2026-01-01T00:00:01.000Z',
+  finishedAt: null,
+  progress: { filesDone: 3, filesTotal: 10, bytesDone: 300, bytesTotal: 1000 },
+  error: null,
+  source: '/data',
+  destination: 'cloud',
+  compression: 'zstd',
+  encryption: true,
+  deduplication: true,
+  filesBackedUp: 0,
+  sizeBytes: 0,
+  storedBytes: 0,
+  snapshotId: null,
+};
+
+describe('presenting jobs and files', () => {
+  it('counts whole seconds from start to finish, or to now while running, 0 before start', () => {
+    expect(durationSeconds({ startedAt: null, finishedAt: null })).toBe(0);
+    expect(durationSeconds({ startedAt: '2026-01-01T00:00:00.000Z', finishedAt: '2026-01-01T00:01:00.400Z' })).toBe(60);
+    expect(durationSeconds({ startedAt: '2026-01-01T00:00:00.000Z', finishedAt: null }, Date.parse('2026-01-01T00:00:05.600Z'))).toBe(6);
+  });
+
+  it('shows a running backup its counts so far and a finished one its result', () => {
+    expect(presentBackup(base)).toMatchObject({ files_backed_up: 3, size_bytes: 300, options: { compression: 'zstd', encryption: true, deduplication: true } });
+    const done = presentBackup({ ...base, status: 'completed', finishedAt: '2026-01-01T00:00:03.000Z', filesBackedUp: 12, sizeBytes: 1000, storedBytes: 400 });
+    expect(done).toMatchObject({ files_backed_up: 12, size_bytes: 1000, stored_bytes: 400, duration_seconds: 2 });
+    expect(done).not.toHaveProperty('snapshot_id');
+    expect(done).not.toHaveProperty('account_id');
+  });
+
+  it('writes modes as four octal digits and link targets only for symlinks', () => {
+    expect(octalMode(0o100644)).toBe('0644');
+    expect(octalMode(0o104755)).toBe('4755');
+    expect(presentFile({ path: 'a', type: 'file', sizeBytes: 1, mode: 0o100600, modifiedAt: 'x', sha256: 'ab', linkTarget: null })).toEqual({ path: 'a', type: 'file', size_bytes: 1, mode: '0600', modified_at: 'x', sha256: 'ab' });
+    expect(presentFile({ path: 'l', type: 'symlink', sizeBytes: 0, mode: 0o120777, modifiedAt: 'x', sha256: null, linkTarget: 'a' })).toMatchObject({ link_target: 'a', sha256: null });
+  });
+});
