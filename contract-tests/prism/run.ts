@@ -15,6 +15,7 @@ import type { CheckResult, Context } from '../lib/check.ts';
 import { freePort, start, waitForHttp, type Proc } from '../lib/proc.ts';
 import { Session, type Exchange } from '../lib/session.ts';
 import { ROOT, WORK, type ServerHandle } from '../lib/stack.ts';
+import { storeUnavailableFlows } from './faults.ts';
 import { backupFlows, limitFlows, toolsFlows } from './flows.ts';
 
 interface Violation {
@@ -55,7 +56,7 @@ async function startProxy(name: string, doc: string, upstream: string): Promise<
  * violation. The server must trust the loopback proxy (TRUST_PROXY=loopback) and run the
  * free_trial plan for the account 429s.
  */
-export async function prismProxyCheck(ctx: Context, server: ServerHandle, name = 'prism-proxy', options: { limits?: boolean } = {}): Promise<CheckResult> {
+export async function prismProxyCheck(ctx: Context, server: ServerHandle, name = 'prism-proxy', options: { limits?: boolean; faults?: boolean } = {}): Promise<CheckResult> {
   const backupApi = ctx.apis.find((a) => a.api === 'backup');
   const toolsApi = ctx.apis.find((a) => a.api === 'tools');
   if (!backupApi || !toolsApi) throw new Error('both documents are needed');
@@ -82,8 +83,9 @@ export async function prismProxyCheck(ctx: Context, server: ServerHandle, name =
   const session = new Session(ctx.apis, { backup: backupProxy.origin, tools: toolsProxy.origin }, observe);
   try {
     const env = { allowedRoot: server.allowedRoot, source: server.source, bigSource: server.bigSource, siteOrigin: ctx.siteOrigin };
-    await backupFlows(session, env);
+    const { backupId } = await backupFlows(session, env);
     await toolsFlows(session, env);
+    if (options.faults !== false) await storeUnavailableFlows(session, server.dataDir, server.source, server.allowedRoot, backupId);
     if (options.limits !== false) await limitFlows(session, env);
   } catch (err) {
     failures.push(`flow aborted: ${(err as Error).message}`);

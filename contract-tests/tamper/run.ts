@@ -16,7 +16,7 @@ type Runner = (ctx: Context, server: ServerHandle, name: string) => Promise<Chec
 
 const RUNNERS: Record<string, Runner> = {
   'dredd-real': (ctx, s, name) => dreddCheck(name, ctx, { kind: 'real', backupOrigin: s.origin, toolsOrigin: s.origin, allowedRoot: s.allowedRoot, source: s.source, bigSource: s.bigSource }),
-  'prism-proxy': (ctx, s, name) => prismProxyCheck(ctx, s, name, { limits: false }),
+  'prism-proxy': (ctx, s, name) => prismProxyCheck(ctx, s, name, { limits: false, faults: false }),
   arazzo: (ctx, s, name) => arazzoCheck(ctx, s, name),
   fuzz: (ctx, s, name) => fuzzCheck(ctx, s, name, { runs: 6, seed: 1, skipAfterFlows: true }),
 };
