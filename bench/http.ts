@@ -14,7 +14,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { RateLimitStore } from '../server/ratelimit/store.ts';
 
@@ -125,6 +125,7 @@ function writeSection(section: string): void {
 }
 
 async function main(): Promise<void> {
+  const loadBefore = loadavg()[0]!;
   rmSync(SCRATCH, { recursive: true, force: true });
   const root = join(SCRATCH, 'root');
   mkdirSync(join(root, 'docs'), { recursive: true });
@@ -220,6 +221,7 @@ async function main(): Promise<void> {
           `of the bare route with validation on, ${((off.rps / bare.rps) * 100).toFixed(0)} % with it off.`,
       );
     }
+    const loadAfter = loadavg()[0]!;
     const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
     const section = [
       '## HTTP',
@@ -229,6 +231,7 @@ async function main(): Promise<void> {
       'client and server share the machine. The app is built by `createApp()` as `npm start` builds it (request validation,',
       'bearer auth, rate limiting with every limit raised a million-fold, request ids, info-level pino logs to a discarded',
       'stdout, envelope); "validation on/off" is `VALIDATE_RESPONSES`. The bare route is Express 5 returning the same JSON.',
+      `Other work on the machine: 1-minute load average ${loadBefore.toFixed(1)} at the start, ${loadAfter.toFixed(1)} at the end (the benchmark itself keeps both cores busy, about 2).`,
       '',
       ...rows,
       '',
