@@ -4,12 +4,19 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { MIGRATIONS } from './migrations.ts';
 
 /**
+ * How long a statement waits for another process's lock (the keys command, an operator's sqlite3)
+ * before failing with SQLITE_BUSY, answered 503. node:sqlite waits synchronously, blocking the
+ * event loop, so this stays short.
+ */
+const BUSY_TIMEOUT_MS = 1000;
+
+/**
  * Opens (creating if needed) the service database: WAL journal, foreign keys on, synchronous=FULL
  * so a committed row (a contact message answered 201) survives a power cut, not just a crash.
  */
 export function openDatabase(file: string): DatabaseSync {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-  const db = new DatabaseSync(file, { enableForeignKeyConstraints: true, timeout: 5000 });
+  const db = new DatabaseSync(file, { enableForeignKeyConstraints: true, timeout: BUSY_TIMEOUT_MS });
   db.exec('PRAGMA journal_mode = WAL');
   db.exec('PRAGMA synchronous = FULL');
   db.exec('PRAGMA foreign_keys = ON');

@@ -29,9 +29,12 @@ export class Store {
     return new Store(openDatabase(join(dataDir, 'service.db')));
   }
 
-  /** A trivial query, for the status check. */
+  /** The status check: the database reads, and its write lock can be taken (nothing is written). */
   ping(): boolean {
-    return (prepare(this.db, 'SELECT 1 AS ok').get() as { ok: number }).ok === 1;
+    const ok = (prepare(this.db, 'SELECT 1 AS ok').get() as { ok: number }).ok === 1;
+    this.db.exec('BEGIN IMMEDIATE');
+    this.db.exec('ROLLBACK');
+    return ok;
   }
 
   close(): void {
