@@ -22,8 +22,11 @@ export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOp
   };
 }
 
-/** Statuses that mean "not processed, try again later" (the contract's RATE_LIMITED and SERVICE_UNAVAILABLE). */
+/** Statuses that mean "not processed, try again later" (the contract's RATE_LIMITED and SERVICE_UNAVAILABLE): retried for every operation. */
 export const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([429, 503]);
+
+/** Server and gateway failures after which the work may or may not have been done: retried only when repeating is safe. */
+export const RETRYABLE_IF_SAFE_STATUSES: ReadonlySet<number> = new Set([500, 502, 504]);
 
 /** Exponential backoff with full jitter: a uniform draw in [0, min(cap, base * 2^(attempt-1))]. */
 export function backoffDelay(attempt: number, options: ResolvedRetryOptions, random = Math.random): number {

@@ -61,6 +61,19 @@ describe('transport', () => {
     expect(retries[1]!.delayMs).toBeLessThan(10);
   });
 
+  it('retries a 500 on a GET, never on POST /backup', async () => {
+    server = await startScriptedServer((req, res, i) => {
+      if (req.method === 'GET' && i > 0) sendJson(res, 200, successEnvelope({ ok: true }));
+      else sendJson(res, 500, errorEnvelope('INTERNAL_ERROR', 'Something broke.'));
+    });
+    const send = createTransport({ retry: fastRetry });
+    const created = await rejection(send(new Request(`${server.origin}/api/v1/backup`, { method: 'POST', body: '{}' })));
+    expect(created).toMatchObject({ status: 500, code: 'INTERNAL_ERROR', attempts: 1 });
+    const read = await send(new Request(`${server.origin}/api/v1/backup/bkp_1`));
+    expect(read.status).toBe(200);
+    expect(server.seen.map((r) => r.method)).toEqual(['POST', 'GET', 'GET']);
+  });
+
   it('does not wait for a Retry-After beyond maxRetryAfterMs', async () => {
     server = await startScriptedServer((_req, res) =>
       sendJson(res, 429, errorEnvelope('RATE_LIMITED', 'Hourly quota used.'), { 'retry-after': '3600' }),

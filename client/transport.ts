@@ -4,6 +4,7 @@
  */
 import { ApiClientError, errorFromResponse } from './errors.ts';
 import {
+  RETRYABLE_IF_SAFE_STATUSES,
   RETRYABLE_STATUSES,
   backoffDelay,
   failedBeforeSending,
@@ -150,7 +151,8 @@ export function createTransport(options: TransportOptions = {}): FetchFunction {
         renewedToken = true;
         continue;
       }
-      if (RETRYABLE_STATUSES.has(response.status) && attempt < retry.maxAttempts) {
+      const retryable = RETRYABLE_STATUSES.has(response.status) || (safe && RETRYABLE_IF_SAFE_STATUSES.has(response.status));
+      if (retryable && attempt < retry.maxAttempts) {
         if (retryAfterMs === undefined || retryAfterMs <= retry.maxRetryAfterMs) {
           await waitAndRetry(response.status, retryAfterMs ?? backoffDelay(attempt, retry));
           continue;

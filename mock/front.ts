@@ -74,10 +74,10 @@ function sendError(
 }
 
 function validationError(violations: Violation[]): { code: string; message: string; details: Record<string, unknown> } {
-  // The contract's JSON Pointers into the request, as the server writes them: /body/…, /query/…, /path/…, /header/….
+  // The contract's JSON Pointers into the request, as the server writes them: /body/…, /query/…, /path/…, /headers/….
   const errors = violations.map((v) => {
     const [where, ...rest] = (v.location ?? []).slice(1).map(String);
-    const section = where === 'headers' ? 'header' : where;
+    const section = where === 'header' ? 'headers' : where;
     return {
       path: '/' + [section, ...rest].filter((part) => part !== undefined).map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/'),
       message: v.message ?? 'is not valid',
