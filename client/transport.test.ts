@@ -63,7 +63,7 @@ describe('transport', () => {
 
   it('retries a 500 on a GET, never on POST /backup', async () => {
     server = await startScriptedServer((req, res, i) => {
-      if (req.method === 'GET' && i > 0) sendJson(res, 200, successEnvelope({ ok: true }));
+      if (req.method === 'GET' && i > 1) sendJson(res, 200, successEnvelope({ ok: true }));
       else sendJson(res, 500, errorEnvelope('INTERNAL_ERROR', 'Something broke.'));
     });
     const send = createTransport({ retry: fastRetry });
