@@ -70,12 +70,15 @@ describe('Backup API over real HTTP with real files', () => {
     const restore = await h.request('/api/v1/restore', { method: 'POST', token, json: { backup_id: job.id, target_path: target }, headers: { Prefer: 'wait=30' } });
     expect(restore.status).toBe(202);
     expect(restore.headers.get('location')).toBe(`/api/v1/restore/${restore.body.data.id}`);
-    expect(restore.body.data).toMatchObject({ status: 'completed', backup_id: job.id, target_path: target, overwrite: 'never', paths: null, files_restored: 4 });
+    expect(restore.body.data).toMatchObject({ status: 'completed', backup_id: job.id, target_path: target, overwrite: 'never', paths: null, files_restored: 7, files_skipped: 0 });
     expect(snapshotTree(target)).toEqual(snapshotTree(docs));
     expect(statSync(join(target, 'reports', 'summary.md')).mode & 0o777).toBe(0o600);
 
     const again = await h.request('/api/v1/restore', { method: 'POST', token, json: { backup_id: job.id, target_path: target }, headers: { Prefer: 'wait=30' } });
-    expect(again.body.data).toMatchObject({ status: 'completed', files_restored: 0, files_skipped: 4 });
+    expect(again.body.data).toMatchObject({ status: 'completed', files_restored: 0, files_skipped: 7 });
+    const always = await h.request('/api/v1/restore', { method: 'POST', token, json: { backup_id: job.id, target_path: target, overwrite: 'always' }, headers: { Prefer: 'wait=30' } });
+    expect(always.body.data).toMatchObject({ status: 'completed', files_restored: 5, files_skipped: 2 }); // existing directories stay
+    expect(snapshotTree(target)).toEqual(snapshotTree(docs));
     const read = await h.request(`/api/v1/restore/${again.body.data.id}`, { token });
     expect(read.body.data.id).toBe(again.body.data.id);
 
@@ -83,7 +86,7 @@ describe('Backup API over real HTTP with real files', () => {
       method: 'POST', token, headers: { Prefer: 'wait=30' },
       json: { backup_id: job.id, target_path: join(h.root, 'subset'), paths: ['reports/2024'], overwrite: 'always' },
     });
-    expect(subset.body.data).toMatchObject({ status: 'completed', files_restored: 1, paths: ['reports/2024'] });
+    expect(subset.body.data).toMatchObject({ status: 'completed', files_restored: 2, paths: ['reports/2024'] }); // the directory and its file
     expect(readFileSync(join(h.root, 'subset', 'reports', '2024', 'q1.bin')).equals(readFileSync(join(docs, 'reports', '2024', 'q1.bin')))).toBe(true);
   });
 

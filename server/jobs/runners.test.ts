@@ -60,7 +60,7 @@ describe('job runners with the engine', () => {
     store.jobs.insertRestore({ id: rid, accountId, backupId: id, targetPath: join(root, 'restored'), paths: null, overwrite: 'never' });
     queue.enqueue('restore', rid, `${accountId}/cloud`);
     expect(await queue.waitSettled('restore', rid, 30_000)).toBe(true);
-    expect(store.jobs.getRestore(rid)).toMatchObject({ status: 'completed', filesRestored: 2, sizeBytes: 300_006 });
+    expect(store.jobs.getRestore(rid)).toMatchObject({ status: 'completed', filesRestored: 4, filesSkipped: 0, sizeBytes: 300_006 }); // 2 files, a symlink, a directory
     expect(readFileSync(join(root, 'restored', 'sub', 'b.bin')).equals(readFileSync(join(root, 'src', 'sub', 'b.bin')))).toBe(true);
     expect(readFileSync(join(root, 'restored', 'a.txt'), 'utf8')).toBe('hello\n');
   });

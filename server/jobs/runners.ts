@@ -1,4 +1,5 @@
-import { mkdir } from 'node:fs/promises';
+import { lstat, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { confine } from '../allowed-roots.ts';
 import { EngineError, Repository, backup, listEntries, restore, type EntryRecord, type Secret } from '../engine/index.ts';
@@ -110,6 +111,15 @@ async function runRestore(deps: RunnerDeps, id: string, signal: AbortSignal): Pr
   if (!place.allowed) throw new JobFailure('TARGET_NOT_ALLOWED', 'The target is outside the allowed roots.');
   if (place.exists && !place.isDirectory) throw new JobFailure('INVALID_TARGET', 'The target exists and is not a directory.');
   await mkdir(place.resolved, { recursive: true });
+  // The contract counts entries; the engine counts files. Directories and symlinks are judged here,
+  // before the engine runs, the way it treats them: an existing directory is left as it is, an
+  // existing symlink is replaced unless overwrite is never.
+  const others = store.files.nonFiles(source.id, job.paths);
+  let othersSkipped = 0;
+  for (const e of others) {
+    const existing = await lstat(join(place.resolved, ...e.path.split('/'))).catch(() => null);
+    if (existing && (e.type === 'directory' || job.overwrite === 'never')) othersSkipped++;
+  }
   const progress = new ProgressWriter(store, 'restore', id, deps.progressIntervalMs);
   const repo = await openRepository(deps, job.accountId, source.destination);
   try {
@@ -122,10 +132,12 @@ async function runRestore(deps: RunnerDeps, id: string, signal: AbortSignal): Pr
     });
     const p = progress.latest;
     store.jobs.completeRestore(id, {
-      ...result,
+      filesRestored: result.filesRestored + others.length - othersSkipped,
+      filesSkipped: result.filesSkipped + othersSkipped,
+      sizeBytes: result.sizeBytes,
       progress: { ...p, filesDone: Math.max(p.filesDone, p.filesTotal), bytesDone: Math.max(p.bytesDone, p.bytesTotal) },
     });
-    deps.logger.info({ job_id: id, account: job.accountId, files: result.filesRestored, skipped: result.filesSkipped }, 'restore completed');
+    deps.logger.info({ job_id: id, account: job.accountId, files: result.filesRestored, skipped: result.filesSkipped, other_entries: others.length }, 'restore completed');
   } finally {
     await repo.close();
   }

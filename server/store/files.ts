@@ -80,4 +80,14 @@ export class FileStore {
       .get(backupId, path, `${path}/`, `${path}/${MAX_CHAR}`);
     return row !== undefined;
   }
+
+  /** The directories and symlinks a restore of `paths` (null: everything) selects, as the engine selects them. */
+  nonFiles(backupId: string, paths: readonly string[] | null): Array<{ path: string; type: 'directory' | 'symlink' }> {
+    const rows = prepare(this.db, `SELECT path, type FROM backup_files WHERE backup_id = ? AND type != 'file' ORDER BY seq`).all(backupId) as Array<{
+      path: string;
+      type: 'directory' | 'symlink';
+    }>;
+    if (!paths) return rows;
+    return rows.filter((r) => paths.some((p) => r.path === p || r.path.startsWith(`${p}/`)));
+  }
 }
