@@ -101,4 +101,25 @@ describe('restart recovery and graceful shutdown', () => {
       store.close();
     }
   });
+
+  it('answers a request held by Prefer: wait when the server stops, with the job interrupted', async () => {
+    const h = await startHarness();
+    try {
+      const big = join(h.root, 'big');
+      mkdirSync(big);
+      for (let i = 0; i < 6; i++) writeFileSync(join(big, `f${i}`), randomBytes(16 * 1024 * 1024));
+      const token = await h.tokenFor(await h.newKey());
+      const held = h.request('/api/v1/backup', { method: 'POST', token, headers: { Prefer: 'wait=30' }, json: { source: big, options: { deduplication: false } } });
+      const store = h.service.services.store;
+      for (let i = 0; i < 200 && store.jobs.counts().running === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      const stopping = h.stop();
+      const res = await held;
+      await stopping;
+      expect(res.status).toBe(202);
+      expect(res.headers.get('preference-applied')).toBe('wait=30');
+      expect(res.body.data).toMatchObject({ status: 'failed', error: { code: 'INTERRUPTED' } });
+    } finally {
+      await h.cleanup();
+    }
+  });
 });
