@@ -63,3 +63,23 @@ export async function confine(requested: string, roots: readonly string[], exclu
   const info = await stat(resolved).catch(() => null);
   return { allowed: true, resolved, exists: info !== null, isDirectory: info?.isDirectory() ?? false };
 }
+
+/**
+ * For a restore of `paths` (relative, '/'-separated) into `target`: the first directory on the way
+ * to a requested path that exists under the target as something other than a directory (a symlink
+ * above all, which would carry the restore outside the target). Entries inside a requested path are
+ * checked by the engine as it creates them; the directories above them are not part of the restore.
+ */
+export async function blockedAncestor(target: string, paths: readonly string[]): Promise<string | null> {
+  const ancestors = new Set<string>();
+  for (const p of paths) {
+    const parts = p.split('/');
+    for (let i = 1; i < parts.length; i++) ancestors.add(parts.slice(0, i).join('/'));
+  }
+  for (const dir of [...ancestors].sort((a, b) => a.length - b.length)) {
+    const info = await lstat(join(target, ...dir.split('/'))).catch(() => null);
+    if (info && !info.isDirectory()) return dir;
+  }
+  return null;
+}
+

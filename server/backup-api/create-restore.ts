@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { BackupOperations } from '../../generated/backup-handlers.ts';
-import { confine } from '../allowed-roots.ts';
+import { blockedAncestor, confine } from '../allowed-roots.ts';
 import { accountOf, type RequestContext } from '../context.ts';
 import { successBody } from '../http/envelope.ts';
 import { ApiError } from '../http/errors.ts';
@@ -52,6 +52,12 @@ export async function createRestore(req: Op['request'], ctx: RequestContext): Pr
   if (place.exists && !place.isDirectory) throw new ApiError('INVALID_TARGET', 'The target exists and is not a directory.', { path: targetPath });
   if (!(await writableDirectoryAtOrAbove(place.resolved))) {
     throw new ApiError('INVALID_TARGET', 'The target cannot be created or written.', { path: targetPath });
+  }
+  const blocked = paths && place.exists ? await blockedAncestor(place.resolved, paths) : null;
+  if (blocked) {
+    throw new ApiError('INVALID_TARGET', 'A directory on the way to a requested path exists in the target as a symlink or file.', {
+      path: `${targetPath.replace(/\/+$/, '')}/${blocked}`,
+    });
   }
 
   const id = newId('rst');

@@ -1,7 +1,7 @@
 import { lstat, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { confine } from '../allowed-roots.ts';
+import { blockedAncestor, confine } from '../allowed-roots.ts';
 import { EngineError, Repository, backup, listEntries, restore, type EntryRecord, type Secret } from '../engine/index.ts';
 import { transaction } from '../store/db.ts';
 import type { FileRecord, JobError, JobKind, Store } from '../store/index.ts';
@@ -110,6 +110,8 @@ async function runRestore(deps: RunnerDeps, id: string, signal: AbortSignal): Pr
   const place = await confine(job.targetPath, deps.allowedRoots, [deps.dataDir]);
   if (!place.allowed) throw new JobFailure('TARGET_NOT_ALLOWED', 'The target is outside the allowed roots.');
   if (place.exists && !place.isDirectory) throw new JobFailure('INVALID_TARGET', 'The target exists and is not a directory.');
+  const blocked = job.paths ? await blockedAncestor(place.resolved, job.paths) : null;
+  if (blocked) throw new JobFailure('INVALID_TARGET', `${blocked} in the target is not a directory.`);
   await mkdir(place.resolved, { recursive: true });
   // The contract counts entries; the engine counts files. Directories and symlinks are judged here,
   // before the engine runs, the way it treats them: an existing directory is left as it is, an
