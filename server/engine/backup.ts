@@ -39,7 +39,7 @@ export interface BackupResult {
 const FILE_CONCURRENCY = 8;
 /** Files up to this size are read in one piece instead of through the streaming chunker. */
 const WHOLE_READ_LIMIT = 1024 * 1024;
-const collect = collector(16 * 1024 * 1024, 128);
+const collect = collector('minor', 16 * 1024 * 1024, 128);
 
 async function resolveSource(source: string): Promise<{ root: string; stats: BigIntStats }> {
   try {

@@ -2,7 +2,7 @@ import { chunkId, open, seal } from './crypto.ts';
 import type { MasterKey } from './crypto.ts';
 import { compress, decompress } from './compress.ts';
 import { EngineError } from './errors.ts';
-import { release } from './release.ts';
+import { releasePrivate } from './release.ts';
 import type { CompressionCode } from './types.ts';
 
 /**
@@ -28,7 +28,7 @@ export function encodeBlob(key: MasterKey, plain: Uint8Array, comp: CompressionC
   const id = chunkId(key.chunkId, plain);
   const packed = compress(plain, comp, level);
   const data = encrypt ? seal(key.encryption, packed.data, Buffer.from(id, 'hex')) : packed.data;
-  if (encrypt && packed.data !== plain) release(packed.data);
+  if (encrypt && packed.data !== plain) releasePrivate(packed.data); // the compressor's output, now sealed
   return { id, data, comp: packed.code, rawLength: plain.length };
 }
 
@@ -38,7 +38,7 @@ export function decodeBlob(key: MasterKey, ref: BlobRef, stored: Uint8Array): Ui
   let plain: Uint8Array;
   try {
     plain = decompress(packed, ref.comp, ref.rawLength);
-    if (plain !== packed && packed !== stored) release(packed);
+    if (plain !== packed && packed !== stored) releasePrivate(packed); // the decipher's output, now decompressed
   } catch {
     throw new EngineError('CORRUPT_DATA', `chunk ${ref.id} does not decompress`, { chunk: ref.id });
   }

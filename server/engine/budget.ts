@@ -15,6 +15,13 @@ export class Budget {
     this.held += bytes;
   }
 
+  /** Acquires only when that fits now (or nothing is held). */
+  tryAcquire(bytes: number): boolean {
+    if (this.held > 0 && this.held + bytes > this.limit) return false;
+    this.held += bytes;
+    return true;
+  }
+
   /** Counts bytes without waiting (for work that cannot be refused). */
   take(bytes: number): void {
     this.held += bytes;

@@ -18,7 +18,7 @@ export class ChunkReader {
   private refreshed: Promise<void> | null = null;
   readonly budget: Budget;
 
-  constructor(repo: Repository, budgetBytes = 64 * 1024 * 1024) {
+  constructor(repo: Repository, budgetBytes = 32 * 1024 * 1024) {
     this.repo = repo;
     this.budget = new Budget(budgetBytes);
   }

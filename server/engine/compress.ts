@@ -1,5 +1,5 @@
 import { constants, gunzipSync, gzipSync, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
-import { release } from './release.ts';
+import { releasePrivate } from './release.ts';
 import type { Compression, CompressionCode } from './types.ts';
 
 export const DEFAULT_ZSTD_LEVEL = 3;
@@ -13,27 +13,27 @@ export function compress(data: Uint8Array, code: CompressionCode, level?: number
   if (code === 0 || data.length < 64) return { data, code: 0 };
   // One output buffer a little larger than the input (zlib's default is many 16-64 KiB pieces
   // joined, several times the size of a small input), trimmed to its length afterwards.
-  const chunkSize = data.length + 1024;
+  // At least 4 KiB: then it is a private allocation, never a slice of Buffer's shared pool.
+  const chunkSize = Math.max(data.length + 1024, 4096);
   const out =
     code === 1
       ? zstdCompressSync(data, { chunkSize, params: { [constants.ZSTD_c_compressionLevel]: level ?? DEFAULT_ZSTD_LEVEL } })
       : gzipSync(data, { chunkSize, level: level ?? 6 });
   if (out.length < data.length) return { data: trim(out), code };
-  release(out, true);
+  releasePrivate(out);
   return { data, code: 0 };
 }
 
 export function decompress(data: Uint8Array, code: CompressionCode, rawLength: number): Uint8Array {
   if (code === 0) return data;
   const maxOutputLength = Math.max(rawLength, 1);
-  const chunkSize = Math.max(rawLength, 64);
+  const chunkSize = Math.max(rawLength, 4096);
   return trim(code === 1 ? zstdDecompressSync(data, { maxOutputLength, chunkSize }) : gunzipSync(data, { maxOutputLength, chunkSize }));
 }
 
-/** A view at the start of a larger buffer becomes a buffer of its own (transferable), without a copy where the allocator allows. */
+/** A zlib output (a view at the start of its private chunk-size buffer) becomes a buffer of its own, transferable. */
 function trim(view: Uint8Array): Uint8Array {
   const buffer = view.buffer;
-  // Never a pooled slab (Buffer.poolSize bytes, shared by many small Buffers).
-  if (view.byteOffset !== 0 || !(buffer instanceof ArrayBuffer) || buffer.byteLength === view.byteLength || buffer.byteLength <= Buffer.poolSize) return view;
+  if (view.byteOffset !== 0 || !(buffer instanceof ArrayBuffer) || buffer.byteLength === view.byteLength || buffer.byteLength === Buffer.poolSize) return view;
   return new Uint8Array(buffer.transfer(view.byteLength));
 }

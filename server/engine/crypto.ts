@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, scrypt } from 'node:crypto';
 import { EngineError } from './errors.ts';
-import { release } from './release.ts';
+import { releasePrivate } from './release.ts';
 
 /** The two secrets of a repository: data/metadata encryption and chunk identity. */
 export interface MasterKey {
@@ -43,7 +43,7 @@ export function seal(key: Uint8Array, plaintext: Uint8Array, aad?: Uint8Array): 
   let off = NONCE_BYTES;
   const body = cipher.update(plaintext);
   off += body.copy(out, off);
-  release(body);
+  releasePrivate(body); // allocated by the cipher for this call
   off += cipher.final().copy(out, off);
   cipher.getAuthTag().copy(out, off);
   return out;

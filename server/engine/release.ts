@@ -16,22 +16,22 @@ export function release(view: Uint8Array, wholeBuffer = false): void {
   }
 }
 
-let gcMinor: (() => void) | null | undefined;
+let gc: ((opts: { type: 'minor' | 'major' }) => void) | null | undefined;
 
 /**
- * A young-generation collection every `every` bytes of buffers handled: what release()
- * cannot reach (buffers allocated inside zlib and crypto calls) is freed within a few MB
- * rather than after the ~100 MB V8 lets pile up per thread. Uses V8's gc hook, enabled
- * at run time; without it this does nothing.
+ * A collection every `every` bytes (or `everyItems` items) handled: a backstop for buffers
+ * release() does not reach, freed within a few MB rather than after the ~100 MB V8 lets
+ * pile up per thread. A young-generation collection is cheap but does not free every
+ * ArrayBuffer; a full one does, at a few ms on a small heap. Uses V8's gc hook, enabled at
+ * run time; without it this does nothing.
  */
-export function collector(every: number, everyItems = 1024): (bytes: number) => void {
-  if (gcMinor === undefined) {
+export function collector(type: 'minor' | 'major', every: number, everyItems: number): (bytes: number) => void {
+  if (gc === undefined) {
     try {
       setFlagsFromString('--expose-gc');
-      const gc = runInNewContext('gc') as (opts: { type: 'minor' | 'major' }) => void;
-      gcMinor = () => gc({ type: 'minor' });
+      gc = runInNewContext('gc') as (opts: { type: 'minor' | 'major' }) => void;
     } catch {
-      gcMinor = null;
+      gc = null;
     }
   }
   let since = 0;
@@ -41,13 +41,18 @@ export function collector(every: number, everyItems = 1024): (bytes: number) => 
     if (since >= every || ++items >= everyItems) {
       since = 0;
       items = 0;
-      gcMinor?.();
+      gc?.({ type });
     }
   };
 }
 
-/** Like release, for a view known to own a private buffer (one transferred from another thread): any size. */
+/**
+ * Like release, for a view known to start a private buffer, whatever its size: one
+ * transferred from another thread, or allocated fresh by crypto or by zlib (with a chunk
+ * size of at least 4 KiB, so never from Buffer's shared pool). Pool-sized buffers are
+ * skipped all the same, to be safe.
+ */
 export function releasePrivate(view: Uint8Array): void {
   const buffer = view.buffer;
-  if (buffer instanceof ArrayBuffer && !buffer.detached) buffer.transfer(0);
+  if (buffer instanceof ArrayBuffer && view.byteOffset === 0 && buffer.byteLength !== Buffer.poolSize && !buffer.detached) buffer.transfer(0);
 }

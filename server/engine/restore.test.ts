@@ -95,3 +95,16 @@ it('reports restore progress up to the totals', async () => {
   await restore(repo, snapshotId, { target: join(dir, 'out'), overwrite: 'never', onProgress: (p) => seen.push(p) });
   expect(seen.at(-1)).toEqual({ filesDone: 4, filesTotal: 4, bytesDone: 14, bytesTotal: 14 });
 });
+
+it('restores many multi-chunk files at once (read-ahead never waits while holding chunks)', async () => {
+  const { writeRandomFile } = await import('./testing/fixtures.ts');
+  const big = join(dir, 'big');
+  await mkdir(big);
+  // 12 files x 12 MiB at 8 files in parallel, 8 chunks of read-ahead each: far more than the read budget.
+  for (let i = 0; i < 12; i++) await writeRandomFile(join(big, `f${i}`), 12 * 1024 * 1024);
+  const { snapshotId: id } = await backup(repo, { source: big, compression: 'none', encryption: true, deduplication: true });
+  const out = join(dir, 'out-big');
+  const result = await restore(repo, id, { target: out, overwrite: 'never' });
+  expect(result.filesRestored).toBe(12);
+  expect(await describeTree(out)).toEqual(await describeTree(big));
+});

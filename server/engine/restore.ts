@@ -27,8 +27,9 @@ export interface RestoreResult {
 
 const FILE_CONCURRENCY = 8;
 /** Chunks of one file fetched ahead of the one being written. */
-const READ_AHEAD = 4;
-const collect = collector(32 * 1024 * 1024, 256);
+const READ_AHEAD = 8;
+const SYNC_EVERY = 64 * 1024 * 1024;
+const collect = collector('minor', 32 * 1024 * 1024, 256);
 
 
 function safePath(p: string): boolean {
@@ -84,6 +85,7 @@ export async function restore(repo: Repository, snapshotId: string, opts: Restor
     if (!safePath(e.p)) throw new EngineError('CORRUPT_DATA', `snapshot holds an unsafe path ${JSON.stringify(e.p)}`, { path: e.p });
   }
   const target = resolve(opts.target);
+  const targetExisted = (await lstatOrNull(target)) !== null;
   await mkdir(target, { recursive: true });
   const files = selected.filter((e) => e.t === 'f');
   const progress = new ProgressReporter(opts.onProgress, {
@@ -103,19 +105,30 @@ export async function restore(repo: Repository, snapshotId: string, opts: Restor
     const ids = e.c ?? [];
     const fetches: (Promise<Uint8Array> | undefined)[] = [];
     const sizes: number[] = [];
+    const writes: Promise<void>[] = [];
     let next = 0;
-    const startFetch = async (): Promise<void> => {
-      const id = ids[next++]!;
-      const loc = await reader.locate(id);
-      await reader.budget.acquire(loc.rawLength);
+    /**
+     * Starts fetching the next chunk. Read-ahead only takes budget that is free now: a file
+     * that waited for budget while holding fetched chunks could deadlock with the others
+     * doing the same. It waits only when it holds nothing in flight.
+     */
+    const startFetch = async (wait: boolean): Promise<boolean> => {
+      const loc = await reader.locate(ids[next]!);
+      if (wait) await reader.budget.acquire(loc.rawLength);
+      else if (!reader.budget.tryAcquire(loc.rawLength)) return false;
+      next++;
       sizes.push(loc.rawLength);
       const p = reader.read(loc);
       p.catch(() => {});
       fetches.push(p);
+      return true;
     };
     let consumed = 0;
+    let syncing: Promise<void> | null = null;
+    let sinceSync = 0;
     try {
-      while (next < ids.length && next < READ_AHEAD) await startFetch();
+      if (ids.length > 0) await startFetch(true);
+      while (next < ids.length && next < READ_AHEAD && (await startFetch(false)));
       let position = 0;
       while (consumed < ids.length) {
         if (failed || signal?.aborted) throw failed ?? cancelled();
@@ -129,22 +142,48 @@ export async function restore(repo: Repository, snapshotId: string, opts: Restor
           }
           throw err;
         }
-        let off = 0;
-        while (off < data.length) off += (await fh.write(data, off, data.length - off, position + off)).bytesWritten;
+        // Writes go out at their offsets without waiting for each other; the budget is returned as each lands.
+        const size = sizes[consumed]!;
+        const at = position;
+        const write = (async () => {
+          try {
+            for (let off = 0; off < data.length; ) off += (await fh.write(data, off, data.length - off, at + off)).bytesWritten;
+          } finally {
+            collect(data.length);
+            release(data);
+            reader.budget.release(size);
+          }
+        })();
+        write.catch(() => {});
+        writes.push(write);
         position += data.length;
-        collect(data.length);
-        release(data);
-        reader.budget.release(sizes[consumed]!);
         consumed++;
         progress.add(0, data.length);
-        if (next < ids.length) await startFetch();
+        // A large file is flushed as it goes, so the final fsync does not wait for all of it.
+        sinceSync += data.length;
+        if (sinceSync >= SYNC_EVERY && !syncing) {
+          sinceSync = 0;
+          const pending = [...writes];
+          syncing = Promise.all(pending)
+            .then(() => fh.datasync())
+            .finally(() => {
+              syncing = null;
+            });
+          syncing.catch(() => {});
+        }
+        if (next === consumed && next < ids.length) await startFetch(true);
+        while (next < ids.length && next - consumed < READ_AHEAD && (await startFetch(false)));
       }
+      await Promise.all(writes);
+      await syncing;
+      await fh.chmod(e.m & 0o7777);
+      await fh.utimes(mtimeSeconds(e), mtimeSeconds(e));
       await fh.sync();
       await fh.close();
-      await chmod(temp, e.m & 0o7777);
-      await utimes(temp, mtimeSeconds(e), mtimeSeconds(e));
       await rename(temp, dest);
     } catch (err) {
+      await Promise.allSettled(writes);
+      await syncing?.catch(() => {});
       await fh.close().catch(() => {});
       await unlink(temp).catch(() => {});
       for (let i = consumed; i < fetches.length; i++) {
@@ -155,10 +194,22 @@ export async function restore(repo: Repository, snapshotId: string, opts: Restor
     }
   };
 
+  /** Directories known to exist, and those this restore created (nothing inside them can pre-exist). */
+  const ensured = new Set<string>();
+  const created = new Set<string>();
+  ensured.add(target);
+  if (!targetExisted) created.add(target);
+  const ensureParent = async (dest: string): Promise<void> => {
+    const dir = dirname(dest);
+    if (ensured.has(dir)) return;
+    await mkdir(dir, { recursive: true });
+    ensured.add(dir);
+  };
+
   const restoreEntry = async (e: TreeEntry): Promise<void> => {
     const dest = join(target, ...e.p.split('/'));
-    await mkdir(dirname(dest), { recursive: true });
-    const existing = await lstatOrNull(dest);
+    await ensureParent(dest);
+    const existing = created.has(dirname(dest)) ? null : await lstatOrNull(dest);
     if (e.t === 'l') {
       if (existing && opts.overwrite === 'never') return;
       if (existing?.isDirectory()) throw new EngineError('RESTORE_CONFLICT', `${e.p} exists as a directory`, { path: e.p });
@@ -187,9 +238,14 @@ export async function restore(repo: Repository, snapshotId: string, opts: Restor
     for (const e of selected) {
       if (e.t !== 'd') continue;
       const dest = join(target, ...e.p.split('/'));
-      const existing = await lstatOrNull(dest);
+      const existing = created.has(dirname(dest)) ? null : await lstatOrNull(dest);
       if (existing && !existing.isDirectory()) throw new EngineError('RESTORE_CONFLICT', `${e.p} exists and is not a directory`, { path: e.p });
-      if (!existing) await mkdir(dest, { recursive: true, mode: 0o700 });
+      if (!existing) {
+        await ensureParent(dest);
+        await mkdir(dest, { mode: 0o700 });
+        created.add(dest);
+      }
+      ensured.add(dest);
     }
     const others = selected.filter((e) => e.t !== 'd');
     let next = 0;

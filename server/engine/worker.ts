@@ -15,7 +15,7 @@ export type WorkerRequest =
 
 const keys = new Map<number, MasterKey>();
 
-const processed = collector(16 * 1024 * 1024, 64);
+const processed = collector('major', 32 * 1024 * 1024, 1024);
 
 /** A view that owns its whole ArrayBuffer can be transferred; anything else (pooled Buffers) is copied. */
 function own(data: Uint8Array): Uint8Array {
