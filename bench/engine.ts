@@ -52,7 +52,7 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-type Metric = 'backup_a' | 'backup_b' | 'incremental_c' | 'restore_a' | 'restore_b' | 'repo_a' | 'repo_b' | 'rss';
+type Metric = 'backup_a' | 'backup_b' | 'incremental_c' | 'restore_a' | 'restore_b' | 'repo_a' | 'repo_b' | 'rss' | 'cpu_backup_a' | 'cpu_backup_b';
 const LABELS: Record<Metric, string> = {
   backup_a: 'backup (a) 20k files, s',
   backup_b: 'backup (b) 1 GiB random, s',
@@ -62,6 +62,8 @@ const LABELS: Record<Metric, string> = {
   repo_a: 'repository (a)+(c), MB',
   repo_b: 'repository (b), MB',
   rss: 'peak RSS, MB',
+  cpu_backup_a: 'CPU time of backup (a), s',
+  cpu_backup_b: 'CPU time of backup (b), s',
 };
 
 async function runOnce(tool: Tool, run: number, dataA: string, dataB: string): Promise<Record<Metric, number>> {
@@ -107,6 +109,8 @@ async function runOnce(tool: Tool, run: number, dataA: string, dataB: string): P
     repo_a: repoASize / 1e6,
     repo_b: repoBSize / 1e6,
     rss,
+    cpu_backup_a: a.cpuSeconds,
+    cpu_backup_b: b.cpuSeconds,
   };
   console.log(`run ${run} ${tool.name}: ${Object.entries(result).map(([k, v]) => `${k}=${v.toFixed(2)}`).join(' ')}`);
   return result;
@@ -137,7 +141,8 @@ async function main(): Promise<void> {
   const rows = (Object.keys(LABELS) as Metric[]).map((m) => {
     const cells = names.map((n) => {
       const v = medians.get(n)![m];
-      return ref ? `${v.toFixed(m === 'rss' || m.startsWith('repo') ? 0 : 2)} (${(v / ref[m]).toFixed(2)}×)` : v.toFixed(2);
+      const digits = m === 'rss' || m.startsWith('repo') ? 0 : 2;
+      return ref ? `${v.toFixed(digits)} (${(v / ref[m]).toFixed(2)}×)` : v.toFixed(digits);
     });
     return `| ${LABELS[m]} | ${cells.join(' | ')} |`;
   });

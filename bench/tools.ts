@@ -1,19 +1,21 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** One measured child process: wall time (measured here) and peak RSS (GNU time's %M). */
 export interface Measure {
   seconds: number;
+  cpuSeconds: number; // user + system
   rssMb: number;
   stdout: string;
 }
 
 export async function measure(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; scratch: string }): Promise<Measure> {
   const rssFile = join(opts.scratch, `time-${process.pid}-${Date.now()}.txt`);
+  execFileSync('sync'); // dirty pages of the previous step are not flushed on this one's time
   const started = performance.now();
   const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn('/usr/bin/time', ['-f', '%M', '-o', rssFile, cmd, ...args], {
+    const child = spawn('/usr/bin/time', ['-f', '%M %U %S', '-o', rssFile, cmd, ...args], {
       cwd: opts.cwd,
       env: { ...process.env, ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -27,9 +29,9 @@ export async function measure(cmd: string, args: string[], opts: { env?: NodeJS.
   });
   const seconds = (performance.now() - started) / 1000;
   if (code !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${code}):\n${stderr.slice(-2000)}`);
-  const rssKb = Number((await readFile(rssFile, 'utf8')).trim().split('\n').at(-1));
+  const [rssKb, user, sys] = (await readFile(rssFile, 'utf8')).trim().split('\n').at(-1)!.split(' ').map(Number);
   await rm(rssFile, { force: true });
-  return { seconds, rssMb: rssKb / 1024, stdout };
+  return { seconds, cpuSeconds: user! + sys!, rssMb: rssKb! / 1024, stdout };
 }
 
 export async function dirBytes(dir: string): Promise<number> {

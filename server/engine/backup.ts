@@ -1,15 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
-import { lstat, open, readlink, realpath } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
+import { closeSync, openSync, readSync, readlinkSync } from 'node:fs';
+import { lstat, open, realpath } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { BlobWriter } from './blob-writer.ts';
 import { chunkStream } from './chunker.ts';
+import type { Chunker } from './chunker.ts';
 import { compressionCode } from './compress.ts';
 import { randomId } from './crypto.ts';
 import { EngineError, cancelled, errnoCode, throwIfAborted } from './errors.ts';
 import { ProgressReporter } from './progress.ts';
-import { collector, release } from './release.ts';
+import { release } from './release.ts';
 import type { Repository } from './repository.ts';
 import type { SnapshotHeader, SnapshotOptions, TreeEntry } from './snapshot.ts';
 import type { Compression, Progress } from './types.ts';
@@ -35,11 +36,68 @@ export interface BackupResult {
   errors: { path: string; message: string }[];
 }
 
-/** Files read at once: enough to hide open/read latency of small files. */
+/** Files read at once: enough to hide open/read latency of larger files. */
 const FILE_CONCURRENCY = 8;
 /** Files up to this size are read in one piece instead of through the streaming chunker. */
 const WHOLE_READ_LIMIT = 1024 * 1024;
-const collect = collector('minor', 16 * 1024 * 1024, 128);
+/** Files up to this size are read with one synchronous call. */
+const SYNC_READ_LIMIT = 256 * 1024;
+
+/** The whole file as one owned buffer, or null when it is now larger than the walk saw. */
+function readSmallFile(path: string, size: number): Uint8Array | null {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = new Uint8Array(size + 1);
+    let n = 0;
+    while (n < buf.length) {
+      const got = readSync(fd, buf, n, buf.length - n, n);
+      if (got === 0) break;
+      n += got;
+    }
+    return n > size ? null : new Uint8Array(buf.buffer.transfer(n));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Reads a file through the chunker: in one piece when small (cut in place), else streamed
+ * with at most 2 x the maximum chunk size buffered.
+ */
+async function readFile(path: string, size: number, chunker: Chunker, storeChunk: (c: Uint8Array) => Promise<void>): Promise<void> {
+  const fh = await open(path, 'r');
+  try {
+    let position = 0;
+    const read = async (into: Uint8Array, offset: number, length: number): Promise<number> => {
+      const { bytesRead } = await fh.read(into, offset, length, position);
+      position += bytesRead;
+      return bytesRead;
+    };
+    if (size <= WHOLE_READ_LIMIT) {
+      // One read of size + 1 bytes tells whether the file grew since the walk.
+      const buf = new Uint8Array(size + 1);
+      let n = 0;
+      while (n < buf.length) {
+        const got = await read(buf, n, buf.length - n);
+        if (got === 0) break;
+        n += got;
+      }
+      if (n <= size) {
+        for (let at = 0; at < n; ) {
+          const len = chunker.cut(buf, at, n);
+          await storeChunk(buf.slice(at, at + len));
+          at += len;
+        }
+        release(buf);
+        return;
+      }
+      position = 0; // it grew: stream it from the start
+    }
+    for await (const chunk of chunkStream(read, chunker)) await storeChunk(chunk);
+  } finally {
+    await fh.close().catch(() => {});
+  }
+}
 
 async function resolveSource(source: string): Promise<{ root: string; stats: BigIntStats }> {
   try {
@@ -101,115 +159,93 @@ export async function backup(repo: Repository, opts: BackupOptions): Promise<Bac
   const writer = new BlobWriter(repo, { comp: compressionCode(opts.compression), level: opts.compressionLevel, encrypt: opts.encryption }, opts.deduplication);
   const tree: (TreeEntry | null)[] = new Array(walked.entries.length).fill(null);
 
-  const backupFile = async (w: WalkedEntry): Promise<TreeEntry | null> => {
+  /**
+   * Reads a file and hands its chunks to the writer; `result` settles once every chunk is
+   * stored, so the next files are read meanwhile (the writer's budgets bound what is in flight).
+   */
+  const backupFile = async (w: WalkedEntry): Promise<{ result: Promise<TreeEntry | null> }> => {
     const entry = baseEntry(w);
     entry.ct = w.ctimeNs;
     entry.ino = w.ino;
     const prev = parent?.files.get(w.path);
     if (unchanged(prev, w, repo, opts.encryption)) {
       progress.add(1, entry.s);
-      return { ...entry, h: prev.h!, c: prev.c };
-    }
-    let fh: FileHandle;
-    try {
-      fh = await open(w.abs, 'r');
-    } catch (err) {
-      errors.push({ path: w.path, message: (err as Error).message });
-      progress.add(1, entry.s);
-      return null;
+      return { result: Promise.resolve({ ...entry, h: prev.h!, c: prev.c }) };
     }
     const sha = createHash('sha256');
     const ids: (() => Promise<string>)[] = [];
     let size = 0;
+    const storeChunk = async (chunk: Uint8Array): Promise<void> => {
+      throwIfAborted(signal);
+      sha.update(chunk);
+      size += chunk.length;
+      progress.add(0, chunk.length);
+      ids.push(await writer.store(chunk));
+    };
     try {
-      const storeChunk = async (chunk: Uint8Array): Promise<void> => {
-        throwIfAborted(signal);
-        sha.update(chunk);
-        collect(chunk.length);
-        size += chunk.length;
-        progress.add(0, chunk.length);
-        ids.push(await writer.store(chunk));
-      };
-      if (entry.s <= WHOLE_READ_LIMIT) {
-        // One read of size + 1 bytes tells whether the file grew since the walk.
-        const buf = new Uint8Array(entry.s + 1);
-        let n = 0;
-        for (;;) {
-          const { bytesRead } = await fh.read(buf, n, buf.length - n, n);
-          if (bytesRead === 0) break;
-          n += bytesRead;
-          if (n === buf.length) break;
-        }
-        if (n > entry.s) {
-          await streamFile(fh, storeChunk);
-        } else if (n <= repo.chunker.params.min) {
-          if (n > 0) await storeChunk(new Uint8Array(buf.buffer.transfer(n))); // the whole file is one chunk
-        } else {
-          for (let at = 0; at < n; ) {
-            const len = repo.chunker.cut(buf, at, n);
-            await storeChunk(buf.slice(at, at + len));
-            at += len;
-          }
-          release(buf);
-        }
+      // Most files of a source tree are small: read in one synchronous call (a round trip
+      // through the thread pool per open, read and close costs more than the read), as a
+      // single chunk. A file that grew since the walk goes through the streaming path.
+      const whole = entry.s <= Math.min(SYNC_READ_LIMIT, repo.chunker.params.min) ? readSmallFile(w.abs, entry.s) : null;
+      if (whole) {
+        if (whole.length > 0) await storeChunk(whole);
       } else {
-        await streamFile(fh, storeChunk);
+        await readFile(w.abs, entry.s, repo.chunker, storeChunk);
       }
-      entry.c = await Promise.all(ids.map((f) => f()));
     } catch (err) {
       await Promise.allSettled(ids.map((f) => f()));
       if (err instanceof EngineError) throw err;
       errors.push({ path: w.path, message: (err as Error).message });
-      progress.add(1, 0);
-      return null;
-    } finally {
-      await fh.close().catch(() => {});
+      progress.add(1, entry.s - size);
+      return { result: Promise.resolve(null) };
     }
-    progress.add(1, entry.s - size);
-    entry.s = size;
     entry.h = sha.digest('hex');
-    return entry;
+    const result = Promise.all(ids.map((f) => f())).then((chunks) => {
+      progress.add(1, entry.s - size);
+      entry.s = size;
+      entry.c = chunks;
+      return entry;
+    });
+    return { result };
+  };
 
-    async function streamFile(handle: FileHandle, storeChunk: (c: Uint8Array) => Promise<void>): Promise<void> {
-      size = 0;
-      let position = 0;
-      const read = async (into: Uint8Array, offset: number, length: number): Promise<number> => {
-        const { bytesRead } = await handle.read(into, offset, length, position);
-        position += bytesRead;
-        return bytesRead;
-      };
-      for await (const chunk of chunkStream(read, repo.chunker)) await storeChunk(chunk);
+  const backupLink = (w: WalkedEntry): TreeEntry | null => {
+    try {
+      return { ...baseEntry(w), l: readlinkSync(w.abs) };
+    } catch (err) {
+      errors.push({ path: w.path, message: (err as Error).message });
+      return null;
     }
   };
 
-  const backupEntry = async (w: WalkedEntry): Promise<TreeEntry | null> => {
-    if (w.kind === 'd') return baseEntry(w);
-    if (w.kind === 'l') {
-      try {
-        return { ...baseEntry(w), l: await readlink(w.abs) };
-      } catch (err) {
-        errors.push({ path: w.path, message: (err as Error).message });
-        return null;
-      }
-    }
-    return backupFile(w);
-  };
-
+  const settling: Promise<void>[] = [];
   try {
     let next = 0;
     const runner = async (): Promise<void> => {
       while (next < walked.entries.length) {
         throwIfAborted(signal);
         const i = next++;
-        tree[i] = await backupEntry(walked.entries[i]!);
+        const w = walked.entries[i]!;
+        if (w.kind === 'd') tree[i] = baseEntry(w);
+        else if (w.kind === 'l') tree[i] = backupLink(w);
+        else {
+          const { result } = await backupFile(w);
+          const settled = result.then((e) => {
+            tree[i] = e;
+          });
+          settled.catch(() => {}); // awaited below
+          settling.push(settled);
+        }
       }
     };
     await Promise.all(Array.from({ length: FILE_CONCURRENCY }, runner));
+    await Promise.all(settling);
     throwIfAborted(signal);
     await writer.finish();
     throwIfAborted(signal);
   } catch (err) {
     await writer.abandon();
+    await Promise.allSettled(settling);
     if (signal?.aborted) throw cancelled();
     throw err;
   }

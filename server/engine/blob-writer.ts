@@ -18,6 +18,8 @@ import type { Repository } from './repository.ts';
 const INDEX_EVERY_PACKS = 4;
 const CHUNKS_IN_FLIGHT = 16 * 1024 * 1024;
 const UNWRITTEN = 16 * 1024 * 1024;
+/** Counted per chunk on top of its bytes, so that many tiny chunks in flight are bounded too. */
+const CHUNK_OVERHEAD = 16384;
 
 export class BlobWriter {
   private readonly repo: Repository;
@@ -40,7 +42,7 @@ export class BlobWriter {
 
   /** Stores one chunk (its buffer is transferred away); the returned thunk resolves to the chunk id. */
   async store(chunk: Uint8Array): Promise<() => Promise<string>> {
-    const bytes = chunk.length;
+    const bytes = chunk.length + CHUNK_OVERHEAD;
     await this.unwritten.wait();
     await this.chunks.acquire(bytes);
     if (this.failure) {
@@ -77,8 +79,7 @@ export class BlobWriter {
     this.pack ??= new PackWriter(this.repo.backend);
     const bytes = blob.data.length;
     this.unwritten.take(bytes);
-    const { written } = this.pack.add(blob, encrypted);
-    written.then(
+    this.pack.add(blob, encrypted).then(
       () => this.unwritten.release(bytes),
       (err: unknown) => {
         this.unwritten.release(bytes);

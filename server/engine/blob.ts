@@ -1,5 +1,5 @@
 import { chunkId, open, seal } from './crypto.ts';
-import type { MasterKey } from './crypto.ts';
+import type { BlobKeys } from './crypto.ts';
 import { compress, decompress } from './compress.ts';
 import { EngineError } from './errors.ts';
 import { releasePrivate } from './release.ts';
@@ -24,7 +24,7 @@ export interface BlobRef {
   rawLength: number;
 }
 
-export function encodeBlob(key: MasterKey, plain: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean): EncodedBlob {
+export function encodeBlob(key: BlobKeys, plain: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean): EncodedBlob {
   const id = chunkId(key.chunkId, plain);
   const packed = compress(plain, comp, level);
   const data = encrypt ? seal(key.encryption, packed.data, Buffer.from(id, 'hex')) : packed.data;
@@ -33,7 +33,7 @@ export function encodeBlob(key: MasterKey, plain: Uint8Array, comp: CompressionC
 }
 
 /** Decrypts, decompresses and checks the keyed hash; throws CORRUPT_DATA on any mismatch. */
-export function decodeBlob(key: MasterKey, ref: BlobRef, stored: Uint8Array): Uint8Array {
+export function decodeBlob(key: BlobKeys, ref: BlobRef, stored: Uint8Array): Uint8Array {
   const packed = ref.encrypted ? open(key.encryption, stored, Buffer.from(ref.id, 'hex')) : stored;
   let plain: Uint8Array;
   try {

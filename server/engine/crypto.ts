@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, scrypt } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { EngineError } from './errors.ts';
 import { releasePrivate } from './release.ts';
 
@@ -6,6 +7,15 @@ import { releasePrivate } from './release.ts';
 export interface MasterKey {
   encryption: Buffer; // 32 bytes, AES-256-GCM
   chunkId: Buffer; // 32 bytes, HMAC-SHA-256 key for chunk ids
+}
+
+/** A key as bytes, or imported once as a KeyObject (much cheaper per use on the hot path). */
+export type Key = Uint8Array | KeyObject;
+
+/** The keys chunk encoding needs. */
+export interface BlobKeys {
+  encryption: Key;
+  chunkId: Key;
 }
 
 export const NONCE_BYTES = 12;
@@ -34,7 +44,7 @@ export function deriveFromKeyFile(material: Uint8Array, salt: Uint8Array): Buffe
 }
 
 /** AES-256-GCM: nonce(12) | ciphertext | tag(16). `aad` binds the ciphertext to its role or id. */
-export function seal(key: Uint8Array, plaintext: Uint8Array, aad?: Uint8Array): Buffer {
+export function seal(key: Key, plaintext: Uint8Array, aad?: Uint8Array): Buffer {
   const nonce = randomBytes(NONCE_BYTES);
   const out = Buffer.allocUnsafeSlow(plaintext.length + SEAL_OVERHEAD); // never a pooled slab: transferable
   nonce.copy(out, 0);
@@ -50,7 +60,7 @@ export function seal(key: Uint8Array, plaintext: Uint8Array, aad?: Uint8Array): 
 }
 
 /** Throws EngineError CORRUPT_DATA when the tag does not authenticate. */
-export function open(key: Uint8Array, sealed: Uint8Array, aad?: Uint8Array): Buffer {
+export function open(key: Key, sealed: Uint8Array, aad?: Uint8Array): Buffer {
   if (sealed.length < SEAL_OVERHEAD) throw new EngineError('CORRUPT_DATA', 'sealed object is truncated');
   const nonce = sealed.subarray(0, NONCE_BYTES);
   const tag = sealed.subarray(sealed.length - TAG_BYTES);
@@ -66,7 +76,7 @@ export function open(key: Uint8Array, sealed: Uint8Array, aad?: Uint8Array): Buf
   }
 }
 
-export function chunkId(key: Uint8Array, plaintext: Uint8Array): string {
+export function chunkId(key: Key, plaintext: Uint8Array): string {
   return createHmac('sha256', key).update(plaintext).digest('hex');
 }
 

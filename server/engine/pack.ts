@@ -1,6 +1,6 @@
 import type { EncodedBlob } from './blob.ts';
 import type { MasterKey } from './crypto.ts';
-import { release } from './release.ts';
+import { releasePrivate } from './release.ts';
 import type { Backend, ObjectWriter } from './storage/backend.ts';
 import { randomId } from './crypto.ts';
 import { decodeMeta, encodeMeta } from './meta.ts';
@@ -32,9 +32,21 @@ export interface FinishedPack {
   size: number;
 }
 
+/** Blobs are written to the pack file in runs of about this size (small blobs: one write for many). */
+const WRITE_RUN = 1024 * 1024;
+
+interface Run {
+  parts: Uint8Array[];
+  offset: number;
+  bytes: number;
+  done: Promise<void>;
+  settle: (err?: unknown) => void;
+}
+
 /**
- * Streams one pack to storage: each blob is written at its offset as soon as it is added
- * (its buffer released once written), so a pack is never held in memory whole.
+ * Streams one pack to storage: blobs are written at their offsets in runs of ~1 MiB as
+ * they are added (their buffers released once written), so a pack is never held in
+ * memory whole.
  */
 export class PackWriter {
   readonly id = randomId();
@@ -42,25 +54,50 @@ export class PackWriter {
   size = 0;
   private readonly writer: Promise<ObjectWriter>;
   private readonly writes: Promise<void>[] = [];
+  private run: Run | null = null;
 
   constructor(backend: Backend) {
     this.writer = backend.createWriter(packName(this.id));
     this.writer.catch(() => {}); // surfaced by the first write or by finish
   }
 
-  /** Appends a blob; `written` settles when its bytes are in the file. */
-  add(blob: EncodedBlob, encrypted: boolean): { entry: PackedBlob; written: Promise<void> } {
+  /** Appends a blob; the returned promise settles when its bytes are in the file. */
+  add(blob: EncodedBlob, encrypted: boolean): Promise<void> {
     const entry: PackedBlob = { id: blob.id, encrypted, comp: blob.comp, offset: this.size, length: blob.data.length, rawLength: blob.rawLength };
     this.blobs.push(entry);
     this.size += blob.data.length;
-    const written = this.writer.then((w) => w.write([blob.data], entry.offset)).finally(() => release(blob.data));
-    written.catch(() => {});
-    this.writes.push(written);
-    return { entry, written };
+    if (!this.run) {
+      let settle!: Run['settle'];
+      const done = new Promise<void>((resolve, reject) => {
+        settle = (err) => (err ? reject(err) : resolve());
+      });
+      done.catch(() => {});
+      this.run = { parts: [], offset: entry.offset, bytes: 0, done, settle };
+    }
+    const run = this.run;
+    run.parts.push(blob.data);
+    run.bytes += blob.data.length;
+    if (run.bytes >= WRITE_RUN) this.flush();
+    return run.done;
+  }
+
+  /** Writes the blobs gathered so far. */
+  flush(): void {
+    const run = this.run;
+    this.run = null;
+    if (!run) return;
+    const write = this.writer
+      .then((w) => w.write(run.parts, run.offset))
+      .finally(() => {
+        for (const part of run.parts) releasePrivate(part); // blobs arrive transferred from a worker: private
+      });
+    write.then(() => run.settle(), (err: unknown) => run.settle(err));
+    this.writes.push(run.done);
   }
 
   /** Writes the header, then makes the pack durable under its name. */
   async finish(key: MasterKey): Promise<FinishedPack> {
+    this.flush();
     const writer = await this.writer;
     try {
       await Promise.all(this.writes);
@@ -77,6 +114,9 @@ export class PackWriter {
   }
 
   async abort(): Promise<void> {
+    const run = this.run;
+    this.run = null;
+    run?.settle(new Error('pack abandoned'));
     await Promise.allSettled(this.writes);
     await (await this.writer.catch(() => null))?.abort();
   }

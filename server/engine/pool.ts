@@ -8,7 +8,7 @@ import type { WorkerRequest } from './worker.ts';
 
 /**
  * A fixed set of worker threads for the CPU-heavy work. Single chunks are gathered into
- * batches (one message per ~1 MiB or 64 items) so small files do not pay a round trip each;
+ * batches (one message per ~1 MiB or 256 items) so small files do not pay a round trip each;
  * buffers are transferred, not copied.
  */
 export interface EncodeOptions {
@@ -34,7 +34,7 @@ interface Batch {
 }
 
 const BATCH_BYTES = 1 << 20;
-const BATCH_ITEMS = 64;
+const BATCH_ITEMS = 256;
 
 export class WorkerPool {
   private readonly slots: Slot[] = [];

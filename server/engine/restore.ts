@@ -6,7 +6,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { ChunkReader } from './chunk-reader.ts';
 import { EngineError, cancelled, errnoCode, throwIfAborted } from './errors.ts';
 import { ProgressReporter } from './progress.ts';
-import { collector, release } from './release.ts';
+import { releasePrivate } from './release.ts';
 import type { Repository } from './repository.ts';
 import type { TreeEntry } from './snapshot.ts';
 import type { Overwrite, Progress } from './types.ts';
@@ -29,7 +29,6 @@ const FILE_CONCURRENCY = 8;
 /** Chunks of one file fetched ahead of the one being written. */
 const READ_AHEAD = 8;
 const SYNC_EVERY = 64 * 1024 * 1024;
-const collect = collector('minor', 32 * 1024 * 1024, 256);
 
 
 function safePath(p: string): boolean {
@@ -149,8 +148,7 @@ export async function restore(repo: Repository, snapshotId: string, opts: Restor
           try {
             for (let off = 0; off < data.length; ) off += (await fh.write(data, off, data.length - off, at + off)).bytesWritten;
           } finally {
-            collect(data.length);
-            release(data);
+            releasePrivate(data); // transferred from a worker: private
             reader.budget.release(size);
           }
         })();

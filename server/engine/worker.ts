@@ -1,7 +1,8 @@
 import { parentPort } from 'node:worker_threads';
 import { decodeBlob, encodeBlob } from './blob.ts';
 import type { BlobRef } from './blob.ts';
-import type { MasterKey } from './crypto.ts';
+import { createSecretKey } from 'node:crypto';
+import type { BlobKeys } from './crypto.ts';
 import { EngineError } from './errors.ts';
 import { collector, releasePrivate } from './release.ts';
 import type { CompressionCode } from './types.ts';
@@ -13,7 +14,7 @@ export type WorkerRequest =
   | { type: 'encode'; seq: number; ref: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; items: Uint8Array[] }
   | { type: 'decode'; seq: number; ref: number; items: { ref: BlobRef; data: Uint8Array }[] };
 
-const keys = new Map<number, MasterKey>();
+const keys = new Map<number, BlobKeys>();
 
 const processed = collector('major', 32 * 1024 * 1024, 1024);
 
@@ -24,7 +25,7 @@ function own(data: Uint8Array): Uint8Array {
 
 function handle(msg: WorkerRequest): void {
   if (msg.type === 'key') {
-    keys.set(msg.ref, { encryption: Buffer.from(msg.encryption), chunkId: Buffer.from(msg.chunkId) });
+    keys.set(msg.ref, { encryption: createSecretKey(msg.encryption), chunkId: createSecretKey(msg.chunkId) });
     return;
   }
   if (msg.type === 'forget') {
