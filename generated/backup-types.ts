@@ -833,7 +833,7 @@ export interface components {
         RestoreIdPath: components["schemas"]["RestoreId"];
         /** @description The backup to list. Default: the caller's newest completed backup. Unknown or another account's: `404 BACKUP_NOT_FOUND`; not completed: `409 BACKUP_NOT_COMPLETED`. */
         FilesBackupId: components["schemas"]["BackupId"];
-        /** @description Only entries whose `path` starts with this string (a plain string prefix, case-sensitive: `photos/` lists everything under `photos`, `photos` also matches `photos-old`). */
+        /** @description Only entries whose `path` starts with this string (a plain string prefix, case-sensitive: `photos/` lists everything under `photos`, `photos` also matches `photos-old`). Reserved characters such as `/` may be sent as they are or percent-encoded. */
         FilesPrefix: string;
         /** @description Entries per page, 1–1000. */
         FilesLimit: number;
@@ -1356,7 +1356,7 @@ export interface operations {
             query?: {
                 /** @description The backup to list. Default: the caller's newest completed backup. Unknown or another account's: `404 BACKUP_NOT_FOUND`; not completed: `409 BACKUP_NOT_COMPLETED`. */
                 backup_id?: components["parameters"]["FilesBackupId"];
-                /** @description Only entries whose `path` starts with this string (a plain string prefix, case-sensitive: `photos/` lists everything under `photos`, `photos` also matches `photos-old`). */
+                /** @description Only entries whose `path` starts with this string (a plain string prefix, case-sensitive: `photos/` lists everything under `photos`, `photos` also matches `photos-old`). Reserved characters such as `/` may be sent as they are or percent-encoded. */
                 prefix?: components["parameters"]["FilesPrefix"];
                 /** @description Entries per page, 1–1000. */
                 limit?: components["parameters"]["FilesLimit"];
