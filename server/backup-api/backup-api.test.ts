@@ -149,6 +149,8 @@ describe('Backup API over real HTTP with real files', () => {
 
     const prefixed = await h.request(`/api/v1/files?backup_id=${full.id}&prefix=${encodeURIComponent('reports/')}&limit=1`, { token });
     expect(prefixed.body.data.items.map((f: any) => f.path)).toEqual(['reports/2024']);
+    const unencoded = await h.request(`/api/v1/files?backup_id=${full.id}&prefix=reports/&limit=1`, { token });
+    expect(unencoded.body.data).toEqual(prefixed.body.data);
     const foreignCursor = await h.request(`/api/v1/files?backup_id=${full.id}&cursor=${prefixed.body.data.next_cursor}`, { token });
     expect(foreignCursor.status).toBe(400);
     expect(foreignCursor.body.error.details.errors[0].path).toBe('/query/cursor');
