@@ -19,7 +19,7 @@ const INDEX_EVERY_PACKS = 4;
 const CHUNKS_IN_FLIGHT = 16 * 1024 * 1024;
 const UNWRITTEN = 16 * 1024 * 1024;
 /** Counted per chunk on top of its bytes, so that many tiny chunks in flight are bounded too. */
-const CHUNK_OVERHEAD = 16384;
+const CHUNK_OVERHEAD = 32768;
 
 export class BlobWriter {
   private readonly repo: Repository;
