@@ -73,6 +73,8 @@ describe('clients against the real server', () => {
     const paths = files.data!.data.items.map((f) => f.path);
     expect(paths.filter((p) => p !== '').sort()).toEqual(['a.txt', 'nested', 'nested/b.txt']);
     expect(job.files_backed_up).toBe(paths.length);
+    const nested = await backup.GET('/files', { params: { query: { backup_id: job.id, prefix: 'nested/' } } });
+    expect(nested.data!.data.items.map((f) => f.path)).toEqual(['nested/b.txt']);
 
     const listed = await backup.GET('/backup', { params: { query: { limit: 5 } } });
     expect(listed.data!.data.items.map((j) => j.id)).toContain(job.id);
