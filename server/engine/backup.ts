@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
-import { closeSync, openSync, readSync, readlinkSync } from 'node:fs';
+import { readlinkSync } from 'node:fs';
 import { lstat, open, realpath } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { BlobWriter } from './blob-writer.ts';
@@ -37,7 +37,7 @@ export interface BackupResult {
 }
 
 /**
- * A full collection every 64 MiB or 2,000 chunks read: keeps this thread's heap and the
+ * A full collection every 64 MiB or 2,000 files or chunks: keeps this thread's heap and the
  * buffers V8 has not yet reclaimed from growing across a large tree (about 30 MB less at
  * peak on 20,000 files, for a few percent of CPU).
  */
@@ -46,25 +46,8 @@ const collect = collector('major', 64 * 1024 * 1024, 2000);
 const FILE_CONCURRENCY = 8;
 /** Files up to this size are read in one piece instead of through the streaming chunker. */
 const WHOLE_READ_LIMIT = 1024 * 1024;
-/** Files up to this size are read with one synchronous call. */
-const SYNC_READ_LIMIT = 256 * 1024;
-
-/** The whole file as one owned buffer, or null when it is now larger than the walk saw. */
-function readSmallFile(path: string, size: number): Uint8Array | null {
-  const fd = openSync(path, 'r');
-  try {
-    const buf = new Uint8Array(size + 1);
-    let n = 0;
-    while (n < buf.length) {
-      const got = readSync(fd, buf, n, buf.length - n, n);
-      if (got === 0) break;
-      n += got;
-    }
-    return n > size ? null : new Uint8Array(buf.buffer.transfer(n));
-  } finally {
-    closeSync(fd);
-  }
-}
+/** Files up to this size are read and encoded whole by a worker (never above the minimum chunk size). */
+const SMALL_FILE = 256 * 1024;
 
 /**
  * Reads a file through the chunker: in one piece when small (cut in place), else streamed
@@ -178,6 +161,31 @@ export async function backup(repo: Repository, opts: BackupOptions): Promise<Bac
       progress.add(1, entry.s);
       return { result: Promise.resolve({ ...entry, h: prev.h!, c: prev.c }) };
     }
+    if (entry.s === 0 || entry.s > Math.min(SMALL_FILE, repo.chunker.params.min)) return streamFile(entry, w);
+    // Most files of a source tree are small: a worker reads, hashes and encodes each as one
+    // chunk, so this thread does neither. One that grew since the walk is streamed instead.
+    throwIfAborted(signal);
+    collect(entry.s);
+    const stored = await writer.storeFile({ path: w.abs, size: entry.s });
+    const result = stored().then(async (r): Promise<TreeEntry | null> => {
+      if ('id' in r) {
+        progress.add(1, entry.s);
+        entry.c = [r.id];
+        entry.h = r.sha256;
+        return entry;
+      }
+      if ('error' in r) {
+        errors.push({ path: w.path, message: r.error });
+        progress.add(1, entry.s);
+        return null;
+      }
+      return (await streamFile(entry, w)).result;
+    });
+    return { result };
+  };
+
+  /** Reads a file through the chunker on this thread (large files, and small ones that changed under us). */
+  const streamFile = async (entry: TreeEntry, w: WalkedEntry): Promise<{ result: Promise<TreeEntry | null> }> => {
     const sha = createHash('sha256');
     const ids: (() => Promise<string>)[] = [];
     let size = 0;
@@ -190,15 +198,7 @@ export async function backup(repo: Repository, opts: BackupOptions): Promise<Bac
       ids.push(await writer.store(chunk));
     };
     try {
-      // Most files of a source tree are small: read in one synchronous call (a round trip
-      // through the thread pool per open, read and close costs more than the read), as a
-      // single chunk. A file that grew since the walk goes through the streaming path.
-      const whole = entry.s <= Math.min(SYNC_READ_LIMIT, repo.chunker.params.min) ? readSmallFile(w.abs, entry.s) : null;
-      if (whole) {
-        if (whole.length > 0) await storeChunk(whole);
-      } else {
-        await readFile(w.abs, entry.s, repo.chunker, storeChunk);
-      }
+      await readFile(w.abs, entry.s, repo.chunker, storeChunk);
     } catch (err) {
       await Promise.allSettled(ids.map((f) => f()));
       if (err instanceof EngineError) throw err;

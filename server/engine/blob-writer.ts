@@ -4,6 +4,7 @@ import { EngineError } from './errors.ts';
 import type { FinishedPack } from './pack.ts';
 import { PackWriter, TARGET_PACK_SIZE, packName } from './pack.ts';
 import type { EncodeOptions } from './pool.ts';
+import type { SmallFile } from './worker.ts';
 import { release } from './release.ts';
 import type { Repository } from './repository.ts';
 
@@ -61,6 +62,34 @@ export class BlobWriter {
       },
     );
     result.catch(() => {}); // observed by the caller through the thunk
+    return () => result;
+  }
+
+  /**
+   * Has a worker read and store a small file as one chunk; the thunk resolves to its chunk
+   * id and sha256, or tells that the file grew (stream it instead) or could not be read.
+   */
+  async storeFile(file: SmallFile): Promise<() => Promise<{ id: string; sha256: string } | { grew: true } | { error: string }>> {
+    const bytes = file.size + CHUNK_OVERHEAD;
+    await this.unwritten.wait();
+    await this.chunks.acquire(bytes);
+    if (this.failure) {
+      this.chunks.release(bytes);
+      throw this.failure;
+    }
+    const result = this.repo.pool.encodeFile(this.repo.keyRef, this.opts, file).then(
+      (r) => {
+        this.chunks.release(bytes);
+        if (!('blob' in r)) return r;
+        this.accept(r.blob);
+        return { id: r.blob.id, sha256: r.sha256 };
+      },
+      (err) => {
+        this.chunks.release(bytes);
+        throw err;
+      },
+    );
+    result.catch(() => {});
     return () => result;
   }
 

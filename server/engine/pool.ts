@@ -4,7 +4,7 @@ import type { BlobRef, EncodedBlob } from './blob.ts';
 import type { MasterKey } from './crypto.ts';
 import { EngineError } from './errors.ts';
 import type { CompressionCode } from './types.ts';
-import type { WorkerRequest } from './worker.ts';
+import type { SmallFile, SmallFileResult, WorkerRequest } from './worker.ts';
 
 /**
  * A fixed set of worker threads for the CPU-heavy work. Single chunks are gathered into
@@ -117,6 +117,14 @@ export class WorkerPool {
     ) as Promise<EncodedBlob>;
   }
 
+  /** Read a small file in a worker and encode it as one chunk (with its sha256). */
+  encodeFile(ref: number, opts: EncodeOptions, file: SmallFile): Promise<SmallFileResult> {
+    const key = `f:${ref}:${opts.comp}:${opts.level}:${opts.encrypt}`;
+    return this.enqueue(key, file, null, file.size, (items, transfer) =>
+      this.post((seq) => ({ type: 'encodeFiles', seq, ref, ...opts, items: items as SmallFile[] }), transfer, (items as SmallFile[]).reduce((n, f) => n + f.size, 0)),
+    ) as Promise<SmallFileResult>;
+  }
+
   /** Decrypt, decompress and check one stored blob; rejects with CORRUPT_DATA on mismatch. */
   async decode(ref: number, blob: BlobRef, data: Uint8Array): Promise<Uint8Array> {
     const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : new Uint8Array(data);
@@ -127,7 +135,7 @@ export class WorkerPool {
     return result.data!;
   }
 
-  private enqueue(key: string, item: unknown, buffer: ArrayBuffer, bytes: number, send: Batch['send']): Promise<unknown> {
+  private enqueue(key: string, item: unknown, buffer: ArrayBuffer | null, bytes: number, send: Batch['send']): Promise<unknown> {
     let batch = this.batches.get(key);
     if (!batch) {
       batch = { send, items: [], transfer: [], settles: [], bytes: 0 };
@@ -135,7 +143,7 @@ export class WorkerPool {
     }
     const promise = new Promise((resolve, reject) => batch.settles.push({ resolve, reject }));
     batch.items.push(item);
-    batch.transfer.push(buffer);
+    if (buffer) batch.transfer.push(buffer);
     batch.bytes += bytes;
     if (batch.bytes >= BATCH_BYTES || batch.items.length >= BATCH_ITEMS) this.flush(key, batch);
     else if (!this.flushScheduled) {
