@@ -1,7 +1,8 @@
 /**
  * Engine benchmark: ours against restic and borg on the same generated data, same machine, same run.
  *   npm run bench:engine -- [--runs 3] [--tools ours,restic,borg] [--dir .bench]
- * Each figure is the median over the runs; every process's peak RSS comes from GNU time.
+ * Each figure is the median over the runs; within a run every step is taken by each tool
+ * back to back (order rotating). Peak RSS and CPU time of every process come from GNU time.
  * Data: (a) ~20,000 source-like files (~250 MB), (b) 1 GiB incompressible, (c) a second
  * backup of (a) after 1% of its files changed.
  */
@@ -66,54 +67,86 @@ const LABELS: Record<Metric, string> = {
   cpu_backup_b: 'CPU time of backup (b), s',
 };
 
-async function runOnce(tool: Tool, run: number, dataA: string, dataB: string): Promise<Record<Metric, number>> {
-  const work = join(base, 'work', tool.name);
-  await rm(work, { recursive: true, force: true });
-  const home = join(work, 'home');
-  await mkdir(home, { recursive: true });
-  const repoA = join(work, 'repo-a');
-  const repoB = join(work, 'repo-b');
-  const target = join(work, 'target');
-  let rss = 0;
-  const track = <T extends { rssMb: number }>(m: T): T => {
-    rss = Math.max(rss, m.rssMb);
-    return m;
+/**
+ * One round: every step is run by each tool back to back (the order rotating from round to
+ * round), so a burst of other load on the machine hits all tools alike.
+ */
+async function runRound(tools: Tool[], round: number, dataA: string, dataB: string): Promise<Map<string, Record<Metric, number>>> {
+  const order = tools.map((_, i) => tools[(i + round) % tools.length]!);
+  const state = new Map<string, { work: string; home: string; repoA: string; repoB: string; target: string; snapA: string; snapB: string; r: Record<Metric, number> }>();
+  for (const tool of order) {
+    const work = join(base, 'work', tool.name);
+    await rm(work, { recursive: true, force: true });
+    const home = join(work, 'home');
+    await mkdir(home, { recursive: true });
+    state.set(tool.name, {
+      work,
+      home,
+      repoA: join(work, 'repo-a'),
+      repoB: join(work, 'repo-b'),
+      target: join(work, 'target'),
+      snapA: '',
+      snapB: '',
+      r: { backup_a: 0, backup_b: 0, incremental_c: 0, restore_a: 0, restore_b: 0, repo_a: 0, repo_b: 0, rss: 0, cpu_backup_a: 0, cpu_backup_b: 0 },
+    });
+  }
+  const each = async (step: (tool: Tool, st: ReturnType<typeof state.get> & object) => Promise<void>): Promise<void> => {
+    for (const tool of order) await step(tool, state.get(tool.name)!);
+  };
+  const track = (st: { r: Record<Metric, number> }, m: { rssMb: number }): void => {
+    st.r.rss = Math.max(st.r.rss, m.rssMb);
   };
 
-  await tool.init(repoA, home);
-  const a = track(await tool.backup(repoA, dataA, home));
-  const restoreA = track(await tool.restore(repoA, a.snapshot, target, home));
-  await rm(target, { recursive: true, force: true });
+  await each((t, st) => t.init(st.repoA, st.home));
+  await each(async (t, st) => {
+    const m = await t.backup(st.repoA, dataA, st.home);
+    track(st, m);
+    st.snapA = m.snapshot;
+    st.r.backup_a = m.seconds;
+    st.r.cpu_backup_a = m.cpuSeconds;
+  });
+  await each(async (t, st) => {
+    const m = await t.restore(st.repoA, st.snapA, st.target, st.home);
+    track(st, m);
+    st.r.restore_a = m.seconds;
+    await rm(st.target, { recursive: true, force: true });
+  });
   const edit = await editOnePercent(dataA);
-  let incremental;
   try {
-    incremental = track(await tool.backup(repoA, dataA, home));
+    await each(async (t, st) => {
+      const m = await t.backup(st.repoA, dataA, st.home);
+      track(st, m);
+      st.r.incremental_c = m.seconds;
+    });
   } finally {
     await edit.undo();
   }
-  const repoASize = await dirBytes(repoA);
-  await rm(repoA, { recursive: true, force: true });
-
-  await tool.init(repoB, home);
-  const b = track(await tool.backup(repoB, dataB, home));
-  const repoBSize = await dirBytes(repoB);
-  const restoreB = track(await tool.restore(repoB, b.snapshot, target, home));
-  await rm(work, { recursive: true, force: true });
-
-  const result = {
-    backup_a: a.seconds,
-    backup_b: b.seconds,
-    incremental_c: incremental.seconds,
-    restore_a: restoreA.seconds,
-    restore_b: restoreB.seconds,
-    repo_a: repoASize / 1e6,
-    repo_b: repoBSize / 1e6,
-    rss,
-    cpu_backup_a: a.cpuSeconds,
-    cpu_backup_b: b.cpuSeconds,
-  };
-  console.log(`run ${run} ${tool.name}: ${Object.entries(result).map(([k, v]) => `${k}=${v.toFixed(2)}`).join(' ')}`);
-  return result;
+  await each(async (t, st) => {
+    st.r.repo_a = (await dirBytes(st.repoA)) / 1e6;
+    await rm(st.repoA, { recursive: true, force: true });
+  });
+  await each((t, st) => t.init(st.repoB, st.home));
+  await each(async (t, st) => {
+    const m = await t.backup(st.repoB, dataB, st.home);
+    track(st, m);
+    st.snapB = m.snapshot;
+    st.r.backup_b = m.seconds;
+    st.r.cpu_backup_b = m.cpuSeconds;
+    st.r.repo_b = (await dirBytes(st.repoB)) / 1e6;
+  });
+  await each(async (t, st) => {
+    const m = await t.restore(st.repoB, st.snapB, st.target, st.home);
+    track(st, m);
+    st.r.restore_b = m.seconds;
+    await rm(st.work, { recursive: true, force: true });
+  });
+  const out = new Map<string, Record<Metric, number>>();
+  for (const tool of tools) {
+    const r = state.get(tool.name)!.r;
+    console.log(`round ${round + 1} ${tool.name}: ${Object.entries(r).map(([k, v]) => `${k}=${v.toFixed(2)}`).join(' ')}`);
+    out.set(tool.name, r);
+  }
+  return out;
 }
 
 async function main(): Promise<void> {
@@ -131,8 +164,9 @@ async function main(): Promise<void> {
     return t;
   });
   const samples = new Map<string, Record<Metric, number>[]>(tools.map((t) => [t.name, []]));
-  for (let run = 1; run <= runs; run++) {
-    for (const tool of tools) samples.get(tool.name)!.push(await runOnce(tool, run, dataA, dataB));
+  for (let round = 0; round < runs; round++) {
+    const results = await runRound(tools, round, dataA, dataB);
+    for (const tool of tools) samples.get(tool.name)!.push(results.get(tool.name)!);
   }
 
   const medians = new Map([...samples].map(([name, rs]) => [name, Object.fromEntries((Object.keys(LABELS) as Metric[]).map((m) => [m, median(rs.map((r) => r[m]))])) as Record<Metric, number>]));
@@ -149,7 +183,7 @@ async function main(): Promise<void> {
   const machine = [
     `${cpus()[0]?.model ?? 'cpu'}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${version('uname', ['-r'])}`,
     `node ${process.version}; ${have('restic') ? version('restic', ['version']) : ''}; ${have('borg') ? version('borg', ['--version']) : ''}`,
-    `median of ${runs} run(s); figures in parentheses are ratios to restic (lower is better)`,
+    `median of ${runs} run(s), each step run by every tool back to back; figures in parentheses are ratios to restic (lower is better)`,
   ];
   const table = [`| metric | ${names.join(' | ')} |`, `|---|${names.map(() => '---').join('|')}|`, ...rows].join('\n');
   const report = `${machine.join('\n')}\n\n${table}\n`;
