@@ -108,3 +108,23 @@ it('restores many multi-chunk files at once (read-ahead never waits while holdin
   expect(result.filesRestored).toBe(12);
   expect(await describeTree(out)).toEqual(await describeTree(big));
 });
+
+it('a cancelled restore rejects with CANCELLED and leaves no temp file', async () => {
+  const { writeRandomFile } = await import('./testing/fixtures.ts');
+  const big = join(dir, 'big');
+  await mkdir(big);
+  for (let i = 0; i < 6; i++) await writeRandomFile(join(big, `f${i}`), 8 * 1024 * 1024);
+  const { snapshotId: id } = await backup(repo, { source: big, compression: 'zstd', encryption: true, deduplication: true });
+  const out = join(dir, 'out-cancel');
+  const controller = new AbortController();
+  const err = await restore(repo, id, {
+    target: out,
+    overwrite: 'never',
+    signal: controller.signal,
+    onProgress: () => controller.abort(), // the first report comes once the totals are known
+  }).catch((e: unknown) => e);
+  expect(err).toMatchObject({ code: 'CANCELLED' });
+  const names = [...(await readdir(out, { recursive: true }))];
+  expect(names.filter((n) => n.includes('.restore-'))).toEqual([]);
+  expect(names.length).toBeLessThan(6);
+});
