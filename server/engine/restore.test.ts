@@ -1,4 +1,4 @@
-import { mkdir, readFile, readdir, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Repository, backup, restore } from './index.ts';
@@ -41,6 +41,21 @@ describe('subset restore', () => {
       code: 'PATH_NOT_FOUND',
       details: { paths: ['nope'] },
     });
+  });
+
+  it('never writes through a symlink planted in the target above a requested path', async () => {
+    const out = join(dir, 'out');
+    const outside = join(dir, 'outside');
+    await mkdir(out);
+    await mkdir(outside);
+    await symlink(outside, join(out, 'a'));
+    for (const paths of [['a/b'], ['a/one.txt'], ['a/b/two.txt']]) {
+      await expect(restore(repo, snapshotId, { target: out, paths, overwrite: 'always' })).rejects.toMatchObject({
+        code: 'RESTORE_CONFLICT',
+        details: { path: 'a' },
+      });
+    }
+    expect(await readdir(outside)).toEqual([]);
   });
 
   it('rejects an unknown snapshot with SNAPSHOT_NOT_FOUND', async () => {

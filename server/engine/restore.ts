@@ -3,7 +3,7 @@ import { closeSync, createReadStream, fchmodSync, fsync, futimesSync, openSync, 
 import { promisify } from 'node:util';
 import type { Stats } from 'node:fs';
 import { chmod, lstat, lutimes, mkdir, open, rename, symlink, unlink, utimes } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { ChunkReader } from './chunk-reader.ts';
 import { EngineError, cancelled, errnoCode, throwIfAborted } from './errors.ts';
 import { ProgressReporter } from './progress.ts';
@@ -245,12 +245,35 @@ export async function restore(repo: Repository, snapshotId: string, opts: Restor
   const created = new Set<string>();
   ensured.add(target);
   if (!targetExisted) created.add(target);
-  const ensureParent = async (dest: string): Promise<void> => {
-    const dir = dirname(dest);
-    if (ensured.has(dir)) return;
-    await mkdir(dir, { recursive: true });
-    ensured.add(dir);
+  /**
+   * Makes sure a directory below the target exists, one component at a time from the target
+   * down: an existing component must be a real directory (lstat), never a symlink, so nothing
+   * is written through a link planted in the target. Memoized, so concurrent files share it.
+   */
+  const pendingDirs = new Map<string, Promise<void>>();
+  const ensureDir = (dir: string): Promise<void> => {
+    if (ensured.has(dir)) return Promise.resolve();
+    let pending = pendingDirs.get(dir);
+    if (!pending) {
+      pending = (async () => {
+        const parent = dirname(dir);
+        if (parent === dir) throw new EngineError('INTERNAL_ERROR', 'restore path outside its target', {});
+        await ensureDir(parent);
+        const existing = created.has(parent) ? null : await lstatOrNull(dir);
+        if (!existing) {
+          await mkdir(dir);
+          created.add(dir);
+        } else if (!existing.isDirectory()) {
+          const rel = relative(target, dir).split(sep).join('/');
+          throw new EngineError('RESTORE_CONFLICT', `${rel} exists and is not a directory`, { path: rel });
+        }
+        ensured.add(dir);
+      })();
+      pendingDirs.set(dir, pending);
+    }
+    return pending;
   };
+  const ensureParent = (dest: string): Promise<void> => ensureDir(dirname(dest));
 
   const restoreEntry = async (e: TreeEntry): Promise<void> => {
     const dest = join(target, ...e.p.split('/'));
