@@ -108,4 +108,6 @@ const secs = ((Date.now() - started) / 1000).toFixed(1);
 console.log(`\n${failed.length === 0 ? 'PASS' : 'FAIL'}: ${results.length - failed.length}/${results.length} contract checks passed in ${secs} s${failed.length ? ` (failed: ${failed.map((r) => r.name).join(', ')})` : ''}`);
 if (failed.length === 0 && !values.keep) rmSync(WORK, { recursive: true, force: true });
 else console.log(`logs and data: ${WORK}`);
+// The plain closing line CI reads.
+console.log(`contract: ${results.length - failed.length} passed, ${failed.length} failed`);
 process.exitCode = failed.length === 0 ? 0 : 1;
