@@ -442,11 +442,11 @@ export interface components {
             /** @description Whether chunks already in the repository are reused instead of written again. */
             deduplication: boolean;
         };
-        /** @description How far the job is. The totals are known once the source (or the selected backup content) has been scanned; until then they are 0. Counts only grow while the job runs; at `completed`, `files_done` equals `files_total` and `bytes_done` equals `bytes_total`. */
+        /** @description How far the job is. The totals are known once the source (or the selected backup content) has been scanned; until then they are 0. Counts only grow while the job runs; at `completed`, `files_done` equals `files_total` and `bytes_done` equals `bytes_total`. Progress counts regular files only, the entries with content to read or write; the job's own counts (`files_backed_up`, `files_restored`) include directories and symlinks too. */
         JobProgress: {
-            /** @description Entries (files, directories, symlinks) processed so far. */
+            /** @description Regular files processed so far. */
             files_done: number;
-            /** @description Entries to process in all, 0 until the scan is done. */
+            /** @description Regular files to process in all, 0 until the scan is done. */
             files_total: number;
             /**
              * Format: int64
