@@ -1,8 +1,9 @@
 // The typed clients against the mock (npm run mock, here on ephemeral ports).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMock, type RunningMock } from '../mock/start.ts';
-import { ApiClientError, createBackupClient, createToolsClient, type BackupClient } from './index.ts';
+import { createBackupClient, createToolsClient, type BackupClient } from './index.ts';
 import { createAndPoll, type BackupJob } from './examples/create-and-poll.ts';
+import { rejection } from './test-server.ts';
 
 let mock: RunningMock;
 let backup: BackupClient;
@@ -15,15 +16,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await mock?.close();
 });
-
-async function rejection(promise: Promise<unknown>): Promise<ApiClientError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ApiClientError);
-  return error as ApiClientError;
-}
 
 describe('clients against the mock', () => {
   it('obtains a token, then creates, reads and lists backups', async () => {

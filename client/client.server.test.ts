@@ -11,7 +11,7 @@ import { createApp, type BackupServiceApp } from '../server/app.ts';
 import { loadConfig } from '../server/config.ts';
 import { ApiClientError, createBackupClient, createToolsClient, type BackupClient } from './index.ts';
 import { createAndPoll } from './examples/create-and-poll.ts';
-import { sendJson, startScriptedServer, type ScriptedServer } from './test-server.ts';
+import { rejection, sendJson, startScriptedServer, type ScriptedServer } from './test-server.ts';
 
 const API_KEY = 'key_client_test';
 const SECRET = 'client-test-secret-0123456789';
@@ -53,15 +53,6 @@ afterAll(async () => {
   await service?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
-
-async function rejection(promise: Promise<unknown>): Promise<ApiClientError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ApiClientError);
-  return error as ApiClientError;
-}
 
 describe('clients against the real server', () => {
   it('backs up, lists and restores through the frontend example and the typed client', async () => {

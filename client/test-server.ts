@@ -1,6 +1,8 @@
-/** A scripted node:http server on an ephemeral loopback port, for testing the client's transport. */
+/** Client test helpers: a scripted node:http server on an ephemeral loopback port, and the typed-error expectation. */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { expect } from 'vitest';
+import { ApiClientError } from './errors.ts';
 
 export interface SeenRequest {
   method: string;
@@ -65,4 +67,17 @@ export function errorEnvelope(code: string, message: string, details: Record<str
 
 export function successEnvelope(data: unknown): unknown {
   return { success: true, data, meta: { request_id: 'req_from_body', timestamp: new Date().toISOString() } };
+}
+
+/** Resolves to the ApiClientError the promise rejects with; fails the test if it resolves or rejects with anything else. */
+export function rejection(promise: Promise<unknown>): Promise<ApiClientError> {
+  return promise.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (error: unknown) => {
+      expect(error).toBeInstanceOf(ApiClientError);
+      return error as ApiClientError;
+    },
+  );
 }

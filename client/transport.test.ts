@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiClientError } from './errors.ts';
 import { createTransport, type RetryEvent } from './transport.ts';
-import { errorEnvelope, sendJson, startScriptedServer, successEnvelope, type ScriptedServer } from './test-server.ts';
+import { errorEnvelope, rejection, sendJson, startScriptedServer, successEnvelope, type ScriptedServer } from './test-server.ts';
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -11,18 +10,6 @@ afterEach(async () => {
 
 const fastRetry = { baseDelayMs: 5, maxDelayMs: 20 };
 const safePosts = [/\/auth\/token$/];
-
-function rejection(promise: Promise<unknown>): Promise<ApiClientError> {
-  return promise.then(
-    () => {
-      throw new Error('expected a rejection');
-    },
-    (error: unknown) => {
-      expect(error).toBeInstanceOf(ApiClientError);
-      return error as ApiClientError;
-    },
-  );
-}
 
 describe('transport', () => {
   it('retries a 429 after the Retry-After delay, reusing the request id', async () => {
