@@ -2,7 +2,7 @@ import type { EncodedBlob } from './blob.ts';
 import { Budget } from './budget.ts';
 import { EngineError } from './errors.ts';
 import type { FinishedPack } from './pack.ts';
-import { PackWriter, TARGET_PACK_SIZE, packName } from './pack.ts';
+import { PackWriter, TARGET_PACK_SIZE } from './pack.ts';
 import type { EncodeOptions } from './pool.ts';
 import type { SmallFile } from './worker.ts';
 import { release } from './release.ts';
@@ -10,15 +10,16 @@ import type { Repository } from './repository.ts';
 
 /**
  * The write side of a backup: sends chunks to the worker pool, drops the ones already
- * stored (unless deduplication is off), streams the rest into pack files, closes a pack at
- * about 16 MiB (header, fsync, rename: while the next one fills), and every few packs
- * writes an index file for the packs already durable (so a crashed backup's data is reused
- * by the next one). Memory is bounded: chunks in flight to the workers, and encoded bytes
- * not yet written to a pack, each have a byte budget.
+ * stored (unless deduplication is off), gathers the rest into packs, saves a pack at about
+ * 16 MiB (while the next one fills), and every few packs writes an index file for the packs
+ * already saved (so a crashed backup's data is reused by the next one). Memory is bounded:
+ * chunks in flight to the workers, and encoded bytes not yet saved in a pack, each have a
+ * byte budget.
  */
 const INDEX_EVERY_PACKS = 4;
 const CHUNKS_IN_FLIGHT = 16 * 1024 * 1024;
-const UNWRITTEN = 16 * 1024 * 1024;
+/** The pack being filled plus about two being saved. */
+const UNWRITTEN = 48 * 1024 * 1024;
 /** Counted per chunk on top of its bytes, so that many tiny chunks in flight are bounded too. */
 const CHUNK_OVERHEAD = 32768;
 
@@ -106,15 +107,8 @@ export class BlobWriter {
       this.pending.add(key);
     }
     this.pack ??= new PackWriter(this.repo.backend);
-    const bytes = blob.data.length;
-    this.unwritten.take(bytes);
-    this.pack.add(blob, encrypted).then(
-      () => this.unwritten.release(bytes),
-      (err: unknown) => {
-        this.unwritten.release(bytes);
-        this.fail(err);
-      },
-    );
+    this.unwritten.take(blob.data.length);
+    this.pack.add(blob, encrypted);
     if (this.pack.size >= TARGET_PACK_SIZE) this.rotate();
   }
 
@@ -122,6 +116,7 @@ export class BlobWriter {
     const pack = this.pack;
     this.pack = null;
     if (!pack) return;
+    const bytes = pack.size;
     const close = (async () => {
       try {
         const finished = await pack.finish(this.repo.key);
@@ -130,6 +125,8 @@ export class BlobWriter {
         if (this.unindexed.length >= INDEX_EVERY_PACKS) await this.writeIndex();
       } catch (err) {
         this.fail(err);
+      } finally {
+        this.unwritten.release(bytes);
       }
     })();
     this.closing.add(close);
@@ -161,7 +158,10 @@ export class BlobWriter {
     this.fail(new EngineError('CANCELLED', 'the backup was abandoned'));
     const open = this.pack;
     this.pack = null;
-    await open?.abort();
+    if (open) {
+      open.abort();
+      this.unwritten.release(open.size);
+    }
     await this.drain();
   }
 }

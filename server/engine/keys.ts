@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { DEFAULT_SCRYPT, deriveFromKeyFile, deriveFromPassword, open, seal } from './crypto.ts';
 import type { MasterKey, ScryptParams } from './crypto.ts';
 import { EngineError } from './errors.ts';
-import type { Backend } from './storage/backend.ts';
+import { listAll, type Backend } from './storage/backend.ts';
 
 /**
  * Key files (keys/<id>), as restic does: the master key wrapped with AES-256-GCM under a
@@ -61,18 +61,17 @@ export async function writeKey(backend: Backend, secret: Secret, master: MasterK
     data: seal(wrap, payload, AAD).toString('base64'),
   };
   const id = randomBytes(16).toString('hex');
-  await backend.put(`keys/${id}`, [Buffer.from(JSON.stringify(json, null, 2))]);
+  await backend.save(`keys/${id}`, [Buffer.from(JSON.stringify(json, null, 2))]);
   return id;
 }
 
 /** Tries every key file of the secret's kind; WRONG_PASSWORD when none opens. */
 export async function unlock(backend: Backend, secret: Secret): Promise<MasterKey> {
-  const names = await backend.list('keys');
   const kdf = kdfOf(secret);
-  for (const name of names) {
+  for (const { name } of await listAll(backend, 'keys/')) {
     let json: KeyFileJson;
     try {
-      json = JSON.parse(Buffer.from(await backend.get(name)).toString('utf8')) as KeyFileJson;
+      json = JSON.parse(Buffer.from(await backend.load(name)).toString('utf8')) as KeyFileJson;
     } catch {
       continue;
     }

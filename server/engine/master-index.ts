@@ -3,7 +3,7 @@ import { randomId } from './crypto.ts';
 import { decodeMeta, encodeMeta } from './meta.ts';
 import { fromRow, toRow } from './pack.ts';
 import type { BlobRow, PackedBlob } from './pack.ts';
-import type { Backend } from './storage/backend.ts';
+import { listAll, type Backend } from './storage/backend.ts';
 
 /**
  * Where every stored blob lives. Index files (index/<random id>) are written by each backup
@@ -51,8 +51,8 @@ export class MasterIndex {
 
   /** Loads the index files not seen yet. */
   async refresh(backend: Backend, key: MasterKey): Promise<void> {
-    const names = (await backend.list('index')).filter((n) => !this.loaded.has(n));
-    const files = await Promise.all(names.map(async (n) => [n, await backend.get(n)] as const));
+    const names = (await listAll(backend, 'index/')).map((o) => o.name).filter((n) => !this.loaded.has(n));
+    const files = await Promise.all(names.map(async (n) => [n, await backend.load(n)] as const));
     for (const [name, data] of files) {
       const json = decodeMeta<IndexFileJson>(key, 'index', data, name);
       for (const p of json.packs) for (const row of p.blobs) this.add(p.id, fromRow(row));
@@ -65,7 +65,7 @@ export class MasterIndex {
     const json: IndexFileJson = { packs: packs.map((p) => ({ id: p.id, blobs: p.blobs.map(toRow) })) };
     const data = encodeMeta(key, 'index', json);
     const name = `index/${randomId()}`;
-    await backend.put(name, [data]);
+    await backend.save(name, [data]);
     this.loaded.add(name);
     for (const p of packs) for (const b of p.blobs) this.add(p.id, b);
     return data.length;

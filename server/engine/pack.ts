@@ -1,15 +1,15 @@
+import { createHash } from 'node:crypto';
 import type { EncodedBlob } from './blob.ts';
 import type { MasterKey } from './crypto.ts';
 import { releasePrivate } from './release.ts';
-import type { Backend, ObjectWriter } from './storage/backend.ts';
-import { randomId } from './crypto.ts';
+import type { Backend } from './storage/backend.ts';
 import { decodeMeta, encodeMeta } from './meta.ts';
 import type { CompressionCode } from './types.ts';
 
 /**
  * A pack file holds many blobs back to back, then a sealed header listing them (so an
  * index can be rebuilt from the packs alone), then the header's length (u32 LE).
- * Packs are named data/<first two hex digits>/<random id>.
+ * Packs are named data/<first two hex digits>/<SHA-256 of the pack>.
  */
 export const TARGET_PACK_SIZE = 16 * 1024 * 1024;
 
@@ -32,93 +32,49 @@ export interface FinishedPack {
   size: number;
 }
 
-/** Blobs are written to the pack file in runs of about this size (small blobs: one write for many). */
-const WRITE_RUN = 1024 * 1024;
-
-interface Run {
-  parts: Uint8Array[];
-  offset: number;
-  bytes: number;
-  done: Promise<void>;
-  settle: (err?: unknown) => void;
-}
-
 /**
- * Streams one pack to storage: blobs are written at their offsets in runs of ~1 MiB as
- * they are added (their buffers released once written), so a pack is never held in
- * memory whole.
+ * Builds one pack in memory (about 16 MiB) and saves it whole, as object stores require. The
+ * pack is named by the SHA-256 of its bytes, so a save that is repeated (a retry, a second
+ * writer with the same content) can only ever write the same object.
  */
 export class PackWriter {
-  readonly id = randomId();
   readonly blobs: PackedBlob[] = [];
   size = 0;
-  private readonly writer: Promise<ObjectWriter>;
-  private readonly writes: Promise<void>[] = [];
-  private run: Run | null = null;
+  private readonly parts: Uint8Array[] = [];
+  private readonly backend: Backend;
 
   constructor(backend: Backend) {
-    this.writer = backend.createWriter(packName(this.id));
-    this.writer.catch(() => {}); // surfaced by the first write or by finish
+    this.backend = backend;
   }
 
-  /** Appends a blob; the returned promise settles when its bytes are in the file. */
-  add(blob: EncodedBlob, encrypted: boolean): Promise<void> {
-    const entry: PackedBlob = { id: blob.id, encrypted, comp: blob.comp, offset: this.size, length: blob.data.length, rawLength: blob.rawLength };
-    this.blobs.push(entry);
+  /** Appends a blob (its buffer is kept until the pack is saved). */
+  add(blob: EncodedBlob, encrypted: boolean): void {
+    this.blobs.push({ id: blob.id, encrypted, comp: blob.comp, offset: this.size, length: blob.data.length, rawLength: blob.rawLength });
+    this.parts.push(blob.data);
     this.size += blob.data.length;
-    if (!this.run) {
-      let settle!: Run['settle'];
-      const done = new Promise<void>((resolve, reject) => {
-        settle = (err) => (err ? reject(err) : resolve());
-      });
-      done.catch(() => {});
-      this.run = { parts: [], offset: entry.offset, bytes: 0, done, settle };
-    }
-    const run = this.run;
-    run.parts.push(blob.data);
-    run.bytes += blob.data.length;
-    if (run.bytes >= WRITE_RUN) this.flush();
-    return run.done;
   }
 
-  /** Writes the blobs gathered so far. */
-  flush(): void {
-    const run = this.run;
-    this.run = null;
-    if (!run) return;
-    const write = this.writer
-      .then((w) => w.write(run.parts, run.offset))
-      .finally(() => {
-        for (const part of run.parts) releasePrivate(part); // blobs arrive transferred from a worker: private
-      });
-    write.then(() => run.settle(), (err: unknown) => run.settle(err));
-    this.writes.push(run.done);
-  }
-
-  /** Writes the header, then makes the pack durable under its name. */
+  /** Appends the header and saves the pack; its buffers are released once saved (or on failure). */
   async finish(key: MasterKey): Promise<FinishedPack> {
-    this.flush();
-    const writer = await this.writer;
     try {
-      await Promise.all(this.writes);
       const header = encodeMeta(key, 'pack-header', this.blobs.map(toRow));
       const len = Buffer.alloc(4);
       len.writeUInt32LE(header.length);
-      await writer.write([header, len], this.size);
-      await writer.commit();
-      return { id: this.id, blobs: this.blobs, size: this.size + header.length + 4 };
-    } catch (err) {
-      await writer.abort();
-      throw err;
+      const parts = [...this.parts, header, len];
+      const hash = createHash('sha256');
+      for (const part of parts) hash.update(part);
+      const id = hash.digest('hex');
+      await this.backend.save(packName(id), parts);
+      return { id, blobs: this.blobs, size: this.size + header.length + 4 };
+    } finally {
+      this.abort();
     }
   }
 
-  async abort(): Promise<void> {
-    const run = this.run;
-    this.run = null;
-    run?.settle(new Error('pack abandoned'));
-    await Promise.allSettled(this.writes);
-    await (await this.writer.catch(() => null))?.abort();
+  /** Drops the buffered blobs; nothing was saved. */
+  abort(): void {
+    for (const part of this.parts) releasePrivate(part); // blobs arrive transferred from a worker: private
+    this.parts.length = 0;
   }
 }
 

@@ -14,7 +14,8 @@ import type { WorkerPool } from './pool.ts';
 import { SNAPSHOT_ID } from './snapshot.ts';
 import type { SnapshotHeader, TreeEntry } from './snapshot.ts';
 import { LocalBackend } from './storage/local.ts';
-import type { Backend } from './storage/backend.ts';
+import { listAll, type Backend } from './storage/backend.ts';
+import { ObjectNotFoundError } from './storage/errors.ts';
 
 /**
  * One repository: its storage, unlocked master key, chunker, and the index of stored blobs.
@@ -70,12 +71,12 @@ export class Repository {
     const root = resolve(dir);
     const backend = new LocalBackend(root);
     const repo = await serialized(root, async () => {
-      if ((await backend.size('config')) === null) {
+      if (!(await exists(backend, 'config'))) {
         const created = await initialise(root, backend, secret);
         if (created) return new Repository(root, backend, created.key, created.config);
       }
       const key = await unlock(backend, secret);
-      const config = decodeMeta<ConfigJson>(key, 'config', await backend.get('config'), 'config');
+      const config = decodeMeta<ConfigJson>(key, 'config', await backend.load('config'), 'config');
       return new Repository(root, backend, key, config);
     });
     await repo.index.refresh(repo.backend, repo.key);
@@ -98,14 +99,13 @@ export class Repository {
 
   async saveMeta(name: string, kind: 'snapshot' | 'tree' | 'index', value: unknown): Promise<number> {
     const data = encodeMeta(this.key, kind, value);
-    await this.backend.put(name, [data]);
+    await this.backend.save(name, [data]);
     return data.length;
   }
 
   async snapshots(): Promise<SnapshotHeader[]> {
-    const names = await this.backend.list('snapshots');
     const out: SnapshotHeader[] = [];
-    for (const name of names) {
+    for (const { name } of await listAll(this.backend, 'snapshots/')) {
       const id = name.slice('snapshots/'.length);
       out.push(await this.snapshot(id));
     }
@@ -118,9 +118,9 @@ export class Repository {
     if (!SNAPSHOT_ID.test(id)) throw new EngineError('SNAPSHOT_NOT_FOUND', `no snapshot ${id}`, { snapshotId: id });
     let data: Uint8Array;
     try {
-      data = await this.backend.get(`snapshots/${id}`);
+      data = await this.backend.load(`snapshots/${id}`);
     } catch (err) {
-      if (errnoCode(err) === 'ENOENT') throw new EngineError('SNAPSHOT_NOT_FOUND', `no snapshot ${id}`, { snapshotId: id });
+      if (err instanceof ObjectNotFoundError) throw new EngineError('SNAPSHOT_NOT_FOUND', `no snapshot ${id}`, { snapshotId: id });
       throw err;
     }
     const header = decodeMeta<SnapshotHeader>(this.key, 'snapshot', data, `snapshots/${id}`);
@@ -130,7 +130,7 @@ export class Repository {
 
   async tree(id: string): Promise<TreeEntry[]> {
     await this.snapshot(id);
-    return decodeMeta<TreeEntry[]>(this.key, 'tree', await this.backend.get(`trees/${id}`), `trees/${id}`);
+    return decodeMeta<TreeEntry[]>(this.key, 'tree', await this.backend.load(`trees/${id}`), `trees/${id}`);
   }
 }
 
@@ -142,7 +142,7 @@ async function initialise(root: string, backend: Backend, secret: Secret): Promi
     if (errnoCode(err) !== 'ENOENT') throw err;
   }
   const foreign = names.filter((n) => !n.startsWith('.') && !LAYOUT.has(n));
-  if (foreign.length > 0 || (await backend.list('snapshots')).length > 0) {
+  if (foreign.length > 0 || (await listAll(backend, 'snapshots/')).length > 0) {
     throw new EngineError('NOT_A_REPOSITORY', `${root} is not empty and holds no repository`, { path: root });
   }
   const key = newMasterKey();
@@ -154,7 +154,17 @@ async function initialise(root: string, backend: Backend, secret: Secret): Promi
     created: new Date().toISOString(),
   };
   const keyId = await writeKey(backend, secret, key);
-  if (await backend.create('config', [encodeMeta(key, 'config', config)])) return { key, config };
-  await backend.delete(`keys/${keyId}`); // another process initialised it first
+  if (await backend.save('config', [encodeMeta(key, 'config', config)], { ifAbsent: true })) return { key, config };
+  await backend.remove(`keys/${keyId}`); // another process initialised it first
   return null;
+}
+
+async function exists(backend: Backend, name: string): Promise<boolean> {
+  try {
+    await backend.stat(name);
+    return true;
+  } catch (err) {
+    if (err instanceof ObjectNotFoundError) return false;
+    throw err;
+  }
 }

@@ -1,35 +1,47 @@
 /**
- * The storage a repository lives on. Object names are '/'-separated paths relative to the
- * repository root ("config", "keys/<id>", "data/ab/<id>", "index/<id>", "snapshots/<id>").
- * Every write is atomic and durable once the promise resolves: a reader sees the whole
- * object or nothing.
+ * The storage a repository lives on, with object-store semantics so that a local directory and an
+ * S3 bucket are interchangeable: objects are written whole (never modified at an offset), read
+ * whole or by range, listed by prefix, and removed. Names are '/'-separated paths relative to the
+ * repository root ("config", "data/ab/<id>", "index/<id>", "snapshots/<id>"); no segment is
+ * empty, "." or "..".
+ *
+ * Every implementation passes the one conformance suite in `suite.ts`.
  */
-export interface RangeReader {
-  read(offset: number, length: number): Promise<Uint8Array>;
-  close(): Promise<void>;
-}
-
-/** An object written piece by piece (a pack file), visible under its name only after commit. */
-export interface ObjectWriter {
-  /** Writes bytes at an offset; writes may run concurrently and finish in any order. */
-  write(parts: Uint8Array[], offset: number): Promise<void>;
-  /** Makes the object durable and visible under its name (atomically). */
-  commit(): Promise<void>;
-  /** Drops what was written; the name never appears. */
-  abort(): Promise<void>;
+export interface ObjectInfo {
+  name: string;
+  size: number;
+  /** When the object was written (object stores: Last-Modified). */
+  modified: Date;
 }
 
 export interface Backend {
-  /** Starts an object that is written in pieces (large objects without holding them in memory). */
-  createWriter(name: string): Promise<ObjectWriter>;
-  /** Writes (or replaces) an object from its parts, atomically and durably. */
-  put(name: string, parts: Uint8Array[]): Promise<void>;
-  /** Like put, but only when no object of that name exists; resolves false otherwise. */
-  create(name: string, parts: Uint8Array[]): Promise<boolean>;
-  get(name: string): Promise<Uint8Array>;
-  openRead(name: string): Promise<RangeReader>;
-  /** Names of every complete object under a prefix ("index", "data"), recursively. */
-  list(prefix: string): Promise<string[]>;
-  size(name: string): Promise<number | null>;
-  delete(name: string): Promise<void>;
+  /** Where the repository lives, for logs and messages ("/var/lib/…", "s3://bucket/prefix/"); holds no secret. */
+  readonly location: string;
+  /**
+   * Writes a whole object from its parts, atomically and durably: once the promise resolves the
+   * object is there in full, and no reader ever sees part of it. With `ifAbsent`, an existing
+   * object of that name is never replaced and the call resolves false; otherwise it resolves true.
+   */
+  save(name: string, parts: readonly Uint8Array[], options?: { ifAbsent?: boolean }): Promise<boolean>;
+  /** The whole object, or `length` bytes from `offset`: exactly that many, else a RangeError. */
+  load(name: string, range?: { offset: number; length: number }): Promise<Uint8Array>;
+  stat(name: string): Promise<ObjectInfo>;
+  /** Every complete object whose name starts with `prefix` ("data/", "index/"), in no particular order. */
+  list(prefix: string): AsyncIterable<ObjectInfo>;
+  /** Removes an object; removing one that does not exist is not an error. */
+  remove(name: string): Promise<void>;
+}
+
+/** Collects a listing (small prefixes only: index/, snapshots/, keys/). */
+export async function listAll(backend: Backend, prefix: string): Promise<ObjectInfo[]> {
+  const out: ObjectInfo[] = [];
+  for await (const info of backend.list(prefix)) out.push(info);
+  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** Throws on a name that is not a clean relative path. */
+export function checkName(name: string): void {
+  if (name === '' || name.split('/').some((p) => p === '' || p === '.' || p === '..') || name.includes('\0')) {
+    throw new TypeError(`bad object name ${JSON.stringify(name)}`);
+  }
 }

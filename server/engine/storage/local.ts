@@ -1,161 +1,144 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { EngineError, errnoCode } from '../errors.ts';
-import type { Backend, ObjectWriter, RangeReader } from './backend.ts';
+import { checkName, type Backend, type ObjectInfo } from './backend.ts';
+import { ObjectNotFoundError, StorageFullError, StorageUnavailableError } from './errors.ts';
 
 /**
- * A repository in a local directory. A write goes to a temp name beside its target
- * (".<name>.tmp-<random>", never listed), is fsynced, renamed into place, and the directory
- * is fsynced, so a crash leaves either the old state or the new object, plus stray temps.
+ * A repository in a local directory. A save goes to a temp name beside its target
+ * (".<name>.tmp-<random>", never listed), is fsynced, then renamed (or, with ifAbsent, hard-linked,
+ * which fails if the name exists) into place, and the directory is fsynced: a crash leaves the
+ * old state or the whole new object, plus stray temps that a prune removes. Files are created
+ * 0600 and directories 0700: repository contents are for the service's user only.
  */
 export class LocalBackend implements Backend {
   readonly root: string;
+  readonly location: string;
 
   constructor(root: string) {
     this.root = root;
+    this.location = root;
   }
 
   private path(name: string): string {
-    if (name.split('/').some((p) => p === '' || p === '.' || p === '..')) {
-      throw new EngineError('INVALID_ARGUMENT', `bad object name ${name}`);
-    }
+    checkName(name);
     return join(this.root, ...name.split('/'));
   }
 
-  /** Creates ".<name>.tmp-<random>" beside the target (and the directory when missing). */
-  private async openTemp(target: string): Promise<{ temp: string; fh: FileHandle }> {
+  async save(name: string, parts: readonly Uint8Array[], options: { ifAbsent?: boolean } = {}): Promise<boolean> {
+    const target = this.path(name);
     const dir = dirname(target);
     const temp = join(dir, `.${target.slice(dir.length + 1)}.tmp-${randomBytes(6).toString('hex')}`);
-    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL;
     try {
-      return { temp, fh: await open(temp, flags, 0o600) };
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-      await mkdir(dir, { recursive: true });
-      return { temp, fh: await open(temp, flags, 0o600) };
-    }
-  }
-
-  private async writeTemp(target: string, parts: Uint8Array[]): Promise<string> {
-    const { temp, fh } = await this.openTemp(target);
-    try {
-      await writeAll(fh, parts, 0);
-      await fh.sync();
-    } catch (err) {
-      await fh.close().catch(() => {});
-      await unlink(temp).catch(() => {});
-      throw err;
-    }
-    await fh.close();
-    return temp;
-  }
-
-  async createWriter(name: string): Promise<ObjectWriter> {
-    const target = this.path(name);
-    const { temp, fh } = await this.openTemp(target);
-    let closed = false;
-    return {
-      write: (parts, offset) => writeAll(fh, parts, offset),
-      async commit() {
-        closed = true;
+      const fh = await openTemp(temp);
+      try {
+        await writeAll(fh, parts);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      if (options.ifAbsent) {
         try {
-          await fh.sync();
-          await fh.close();
+          await link(temp, target); // fails with EEXIST instead of replacing
         } catch (err) {
-          await fh.close().catch(() => {});
-          await unlink(temp).catch(() => {});
+          if (errnoOf(err) === 'EEXIST') return false;
           throw err;
+        } finally {
+          await unlink(temp).catch(() => {});
         }
+      } else {
         await rename(temp, target);
-        await syncDir(dirname(target));
-      },
-      async abort() {
-        if (!closed) await fh.close().catch(() => {});
-        closed = true;
-        await unlink(temp).catch(() => {});
-      },
-    };
-  }
-
-  async put(name: string, parts: Uint8Array[]): Promise<void> {
-    const target = this.path(name);
-    const temp = await this.writeTemp(target, parts);
-    await rename(temp, target);
-    await syncDir(dirname(target));
-  }
-
-  async create(name: string, parts: Uint8Array[]): Promise<boolean> {
-    const target = this.path(name);
-    const temp = await this.writeTemp(target, parts);
-    try {
-      await link(temp, target); // fails with EEXIST instead of replacing
+      }
+      await syncDir(dir);
+      return true;
     } catch (err) {
-      if (errnoCode(err) === 'EEXIST') return false;
-      throw err;
-    } finally {
       await unlink(temp).catch(() => {});
+      throw translate(err, name);
     }
-    await syncDir(dirname(target));
-    return true;
   }
 
-  async get(name: string): Promise<Uint8Array> {
-    return readFile(this.path(name));
+  async load(name: string, range?: { offset: number; length: number }): Promise<Uint8Array> {
+    const file = this.path(name);
+    let fh: FileHandle;
+    try {
+      fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+    } catch (err) {
+      throw translate(err, name);
+    }
+    try {
+      const offset = range?.offset ?? 0;
+      const length = range?.length ?? (await fh.stat()).size;
+      const out = new Uint8Array(length);
+      let done = 0;
+      while (done < length) {
+        const { bytesRead } = await fh.read(out, done, length - done, offset + done);
+        if (bytesRead === 0) throw new RangeError(`${name} holds fewer than ${offset + length} bytes`);
+        done += bytesRead;
+      }
+      return out;
+    } catch (err) {
+      throw translate(err, name);
+    } finally {
+      await fh.close();
+    }
   }
 
-  async openRead(name: string): Promise<RangeReader> {
-    const fh = await open(this.path(name), 'r');
-    return {
-      async read(offset, length) {
-        const out = new Uint8Array(length);
-        let done = 0;
-        while (done < length) {
-          const { bytesRead } = await fh.read(out, done, length - done, offset + done);
-          if (bytesRead === 0) throw new EngineError('CORRUPT_DATA', `${name} is shorter than expected`, { object: name });
-          done += bytesRead;
-        }
-        return out;
-      },
-      close: () => fh.close(),
-    };
+  async stat(name: string): Promise<ObjectInfo> {
+    try {
+      const st = await stat(this.path(name));
+      return { name, size: st.size, modified: st.mtime };
+    } catch (err) {
+      throw translate(err, name);
+    }
   }
 
-  async list(prefix: string): Promise<string[]> {
-    const out: string[] = [];
-    const walk = async (rel: string): Promise<void> => {
+  async *list(prefix: string): AsyncIterable<ObjectInfo> {
+    // "data/" lists the directory data; "data/a" lists what starts with "a" inside it.
+    const slash = prefix.lastIndexOf('/');
+    const dirPart = slash < 0 ? '' : prefix.slice(0, slash);
+    const namePart = slash < 0 ? prefix : prefix.slice(slash + 1);
+    const startDir = dirPart === '' ? this.root : this.path(dirPart);
+    const walk = async function* (dir: string, rel: string, filter: string): AsyncIterable<ObjectInfo> {
       let entries;
       try {
-        entries = await readdir(this.path(rel), { withFileTypes: true });
+        entries = await readdir(dir, { withFileTypes: true });
       } catch (err) {
-        if (errnoCode(err) === 'ENOENT') return;
-        throw err;
+        if (errnoOf(err) === 'ENOENT' || errnoOf(err) === 'ENOTDIR') return;
+        throw translate(err, rel);
       }
       for (const e of entries) {
-        if (e.name.startsWith('.')) continue;
-        if (e.isDirectory()) await walk(`${rel}/${e.name}`);
-        else if (e.isFile()) out.push(`${rel}/${e.name}`);
+        if (e.name.startsWith('.') || !e.name.startsWith(filter)) continue;
+        const name = rel === '' ? e.name : `${rel}/${e.name}`;
+        const full = join(dir, e.name);
+        if (e.isDirectory()) yield* walk(full, name, '');
+        else if (e.isFile()) {
+          const st = await stat(full).catch(() => null); // removed meanwhile: not listed
+          if (st) yield { name, size: st.size, modified: st.mtime };
+        }
       }
     };
-    await walk(prefix);
-    return out.sort();
+    yield* walk(startDir, dirPart, namePart);
   }
 
-  async size(name: string): Promise<number | null> {
+  async remove(name: string): Promise<void> {
     try {
-      return (await stat(this.path(name))).size;
+      await unlink(this.path(name));
     } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return null;
-      throw err;
+      if (errnoOf(err) !== 'ENOENT') throw translate(err, name);
     }
   }
+}
 
-  async delete(name: string): Promise<void> {
-    await unlink(this.path(name)).catch((err) => {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-    });
+async function openTemp(temp: string): Promise<FileHandle> {
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+  try {
+    return await open(temp, flags, 0o600);
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') throw err;
+    await mkdir(dirname(temp), { recursive: true, mode: 0o700 });
+    return await open(temp, flags, 0o600);
   }
 }
 
@@ -168,11 +151,13 @@ export async function syncDir(dir: string): Promise<void> {
   }
 }
 
-async function writeAll(fh: FileHandle, parts: Uint8Array[], offset: number): Promise<void> {
+async function writeAll(fh: FileHandle, parts: readonly Uint8Array[]): Promise<void> {
   let pending = parts.filter((p) => p.length > 0);
-  let position = offset;
+  let position = 0;
   while (pending.length > 0) {
-    const { bytesWritten } = await fh.writev(pending, position);
+    // writev takes at most IOV_MAX (1024) buffers at a time.
+    const batch = pending.slice(0, 1024);
+    const { bytesWritten } = await fh.writev(batch, position);
     position += bytesWritten;
     pending = skip(pending, bytesWritten);
   }
@@ -189,4 +174,26 @@ function skip(parts: Uint8Array[], n: number): Uint8Array[] {
     n = 0;
   }
   return out;
+}
+
+function errnoOf(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException | null)?.code;
+}
+
+/** The backend's own errors for what the engine must tell apart; anything else passes through. */
+function translate(err: unknown, name: string): unknown {
+  switch (errnoOf(err)) {
+    case 'ENOENT':
+      return new ObjectNotFoundError(name, { cause: err });
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return new StorageFullError(`no space left for ${name}`, { cause: err });
+    case 'EACCES':
+    case 'EPERM':
+    case 'EROFS':
+    case 'EIO':
+      return new StorageUnavailableError(`cannot use the repository directory: ${(err as Error).message}`, { cause: err });
+    default:
+      return err;
+  }
 }
