@@ -194,39 +194,17 @@ export interface components {
         };
         /**
          * @description Machine-readable error code, upper case with underscores. The one catalogue shared by both
-         *     APIs; each code always comes with the same HTTP status:
-         *
-         *     | HTTP | code | when |
-         *     |---|---|---|
-         *     | 400 | `VALIDATION_ERROR` | The request breaks the schema: a missing, malformed, out-of-range or unknown body property, or a bad or unknown query, path or header parameter. `details.errors[]` lists each problem. |
-         *     | 400 | `INVALID_JSON` | The body is not well-formed JSON (or not UTF-8). |
-         *     | 401 | `UNAUTHORIZED` | No `Authorization: Bearer` token, or a token that is malformed, badly signed, not yet valid, for another audience, or whose key was revoked. |
-         *     | 401 | `TOKEN_EXPIRED` | The token was valid but its 15 minutes have passed: ask `POST /auth/token` for a new one and retry. |
-         *     | 401 | `INVALID_CREDENTIALS` | `POST /auth/token` with an unknown API key, a revoked key or a wrong secret (the three are not told apart). |
-         *     | 403 | `SOURCE_NOT_ALLOWED` | The backup `source` lies outside the server's allowed roots, after resolving `..` and symlinks. Says nothing about whether the path exists. |
-         *     | 403 | `TARGET_NOT_ALLOWED` | The restore `target_path` lies outside the server's allowed roots, after resolving `..` and symlinks. |
-         *     | 404 | `NOT_FOUND` | No such route (any method on an unknown path). |
-         *     | 404 | `BACKUP_NOT_FOUND` | No backup with that id in the caller's account (ids of other accounts answer the same), or no completed backup at all where one is needed. |
-         *     | 404 | `RESTORE_NOT_FOUND` | No restore with that id in the caller's account (ids of other accounts answer the same). |
-         *     | 405 | `METHOD_NOT_ALLOWED` | The path exists but not with this method; the `Allow` response header lists the methods it supports. |
-         *     | 409 | `BACKUP_NOT_COMPLETED` | The backup exists but is not `completed` (queued, running, failed or cancelled), so it cannot be restored or listed. |
-         *     | 409 | `JOB_FINISHED` | The job already ended (`completed`, `failed` or `cancelled`) and cannot be cancelled. |
-         *     | 413 | `PAYLOAD_TOO_LARGE` | The request body is over 64 KiB (65536 bytes). |
-         *     | 415 | `UNSUPPORTED_MEDIA_TYPE` | A request body was sent without `Content-Type: application/json` (a `charset=utf-8` parameter is accepted). |
-         *     | 422 | `INVALID_SOURCE` | The backup `source` does not exist (`details.path`), or a restore `paths` entry matches nothing in the backup. |
-         *     | 422 | `INVALID_TARGET` | The restore `target_path` exists but is not a directory, or cannot be created or written (`details.path`). |
-         *     | 422 | `URL_NOT_ALLOWED` | The site check would connect to a loopback, private, link-local, CGNAT, multicast or reserved address (`details.url`). |
-         *     | 422 | `DESTINATION_UNAVAILABLE` | The backup `destination` names no repository configured on the server, or that repository cannot be reached. |
-         *     | 429 | `RATE_LIMITED` | The rate limit is used up; wait `Retry-After` seconds. |
-         *     | 500 | `INTERNAL_ERROR` | An unexpected server fault. Nothing internal is disclosed; quote `meta.request_id` when reporting it. |
-         *     | 503 | `SERVICE_UNAVAILABLE` | The server cannot serve the request right now (its database is unreachable, or it is shutting down); retry after `Retry-After` seconds. |
+         *     APIs; each code always comes with the same HTTP status. Every code, its status, what it
+         *     means and what a client should do is listed in `x-error-catalogue` below (and on the
+         *     reference's errors page, which is generated from it). Job errors (`error` of a backup,
+         *     restore or maintenance job) use the same catalogue; a few codes occur only there.
          *
          *     New codes may be added in later minor versions; a client that meets an unknown code should
          *     act on the HTTP status.
          * @example INVALID_SOURCE
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_ERROR" | "INVALID_JSON" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SOURCE_NOT_ALLOWED" | "TARGET_NOT_ALLOWED" | "NOT_FOUND" | "BACKUP_NOT_FOUND" | "RESTORE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "BACKUP_NOT_COMPLETED" | "JOB_FINISHED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INVALID_SOURCE" | "INVALID_TARGET" | "URL_NOT_ALLOWED" | "DESTINATION_UNAVAILABLE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "VALIDATION_ERROR" | "INVALID_JSON" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SOURCE_NOT_ALLOWED" | "TARGET_NOT_ALLOWED" | "HTTPS_REQUIRED" | "NOT_FOUND" | "BACKUP_NOT_FOUND" | "RESTORE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "BACKUP_NOT_COMPLETED" | "JOB_FINISHED" | "JOB_NOT_FINISHED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INVALID_SOURCE" | "INVALID_TARGET" | "URL_NOT_ALLOWED" | "DESTINATION_UNAVAILABLE" | "RATE_LIMITED" | "QUEUE_FULL" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "STORAGE_FULL";
         /** @description One problem found while validating a request. */
         ValidationIssue: {
             /**

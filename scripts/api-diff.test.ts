@@ -91,4 +91,18 @@ describe('diffDocuments', () => {
     expect(result.breaking.length).toBeGreaterThan(0);
     expect(result.ok).toBe(true);
   });
+
+  it('lets the error catalogue gain a code, as the compatibility policy allows, but no other response enum', async () => {
+    const schemas = (doc: OpenApiDocument) => (doc.components as { schemas: Record<string, { enum: string[] }> }).schemas;
+    const code = await diffChanged('new-error-code', (doc) => {
+      schemas(doc).ErrorCode!.enum.push('SOMETHING_NEW');
+    });
+    expect(code.breaking).toEqual([]);
+    expect(code.ok).toBe(true);
+    const status = await diffChanged('new-job-status', (doc) => {
+      schemas(doc).JobStatus!.enum.push('paused');
+    });
+    expect(status.ok).toBe(false);
+    expect(status.breaking.map((b) => b.ruleId)).toContain('enum-values-added');
+  });
 });

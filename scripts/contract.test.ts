@@ -147,6 +147,21 @@ describe('both APIs', () => {
     const codes = (bundle('backup').components as { schemas: Record<string, { enum?: string[] }> }).schemas.ErrorCode?.enum;
     expect(codes).toEqual(expect.arrayContaining(CATALOGUE));
   });
+
+  it('describe every code once in x-error-catalogue: the enum holds exactly the codes that occur in responses', () => {
+    type Entry = { status?: number; in: string[]; meaning: string; action: string };
+    const schema = (bundle('backup').components as { schemas: Record<string, { enum: string[]; 'x-error-catalogue': Record<string, Entry> }> }).schemas.ErrorCode!;
+    const catalogue = schema['x-error-catalogue'];
+    const inResponses = Object.entries(catalogue).filter(([, e]) => e.in.includes('response')).map(([code]) => code);
+    expect([...schema.enum].sort()).toEqual(inResponses.sort());
+    for (const [code, e] of Object.entries(catalogue)) {
+      expect(code).toMatch(/^[A-Z][A-Z0-9_]*$/);
+      expect(e.meaning.length, code).toBeGreaterThan(10);
+      expect(e.action.length, code).toBeGreaterThan(10);
+      if (e.in.includes('response')) expect(e.status, code).toBeGreaterThanOrEqual(400);
+      else expect(e.status, code).toBeUndefined();
+    }
+  });
 });
 
 describe('the example check', () => {

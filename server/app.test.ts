@@ -50,7 +50,7 @@ describe('HTTP plumbing over real HTTP', () => {
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({
       status: 'ok',
-      version: '1.0.0',
+      version: '1.1.0',
       checks: { database: { status: 'ok' }, storage: { status: 'ok' } },
       jobs: { queued: 0, running: 0 },
     });
