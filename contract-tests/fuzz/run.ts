@@ -16,13 +16,12 @@ import { backupFlows, toolsFlows } from '../prism/flows.ts';
 import { matchOperation, type ApiDoc, type Json } from '../lib/spec.ts';
 import { sampleRequests, type FuzzEnv, type FuzzRequest } from './requests.ts';
 
-/** The catalogue: each error code and the one status it comes with (from the document's ErrorCode). */
+/** The catalogue: each error code and the one status it comes with (the document's x-error-catalogue). */
 function catalogue(apis: ApiDoc[]): Map<string, number> {
   const map = new Map<string, number>();
   for (const api of apis) {
-    const schema: Json = api.doc.components?.schemas?.['ErrorCode'];
-    const table: string = schema?.description ?? '';
-    for (const m of table.matchAll(/\|\s*(\d{3})\s*\|\s*`([A-Z_]+)`/g)) map.set(m[2]!, Number(m[1]));
+    const entries: Record<string, { status?: number }> = api.doc.components?.schemas?.['ErrorCode']?.['x-error-catalogue'] ?? {};
+    for (const [code, entry] of Object.entries(entries)) if (entry.status !== undefined) map.set(code, entry.status);
   }
   return map;
 }
