@@ -766,7 +766,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `SERVICE_UNAVAILABLE`: the server cannot serve the request right now (its database is unreachable, or it is shutting down). Nothing was done; retry after `Retry-After` seconds. */
+        /** @description `SERVICE_UNAVAILABLE`: the server cannot serve the request right now (its database or, in a deployment of several instances, its rate-limit store is unreachable, or it is shutting down). Nothing was done; retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

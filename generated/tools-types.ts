@@ -486,7 +486,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `SERVICE_UNAVAILABLE`: the server cannot serve the request right now (its database is unreachable, or it is shutting down). Nothing was done; retry after `Retry-After` seconds. */
+        /** @description `SERVICE_UNAVAILABLE`: the server cannot serve the request right now (its database or, in a deployment of several instances, its rate-limit store is unreachable, or it is shutting down). Nothing was done; retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -583,6 +583,7 @@ export interface operations {
             };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getIpInfo: {
@@ -625,6 +626,7 @@ export interface operations {
             };
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     subscribeNewsletter: {

@@ -26,7 +26,8 @@ import { JobQueue } from './jobs/queue.ts';
 import { repositoryLockKey, repositorySecret } from './jobs/repositories.ts';
 import { createJobRunner } from './jobs/runners.ts';
 import { AUTH_FAILURES, HOUR_MS, MINUTE_MS, planLimit, TOKEN_REQUESTS, TOOL_LIMITS } from './ratelimit/limits.ts';
-import { MemoryRateLimitStore, type RateLimitStore } from './ratelimit/store.ts';
+import { openRateLimitStore } from './ratelimit/select.ts';
+import type { RateLimitStore } from './ratelimit/store.ts';
 import { loadOrCreateSecret } from './secrets.ts';
 import { Store } from './store/index.ts';
 import { toolsHandlers } from './tools-api/index.ts';
@@ -105,7 +106,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     { doc: loadDocument(specDir, 'tools'), basePath: toolsBasePath },
   ]);
   const validator = openApiValidator(merged, config.validateResponses);
-  const limits = options.rateLimitStore ?? new MemoryRateLimitStore();
+  const limits = options.rateLimitStore ?? (await openRateLimitStore(config.redisUrl, logger));
   const limited = (handler: RequestHandler): RequestHandler[] => (config.rateLimitsEnabled ? [handler] : []);
   // Failed authentications per client address: counted on POST /auth/token (which it blocks once
   // used up) and, through the error middleware, on every 401 of the other operations.
@@ -216,6 +217,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       const timer = setTimeout(() => server?.closeAllConnections(), config.shutdownTimeoutMs);
       await closed;
       clearTimeout(timer);
+      if (!options.rateLimitStore) await limits.close?.();
       store.close();
     },
   };

@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { delimiter, isAbsolute, resolve } from 'node:path';
 import { parseTrustProxy, type TrustProxySetting } from './http/client-address.ts';
+import { parseRedisUrl } from './ratelimit/select.ts';
 
 export type Plan = 'free_trial' | 'pro' | 'business';
 export const PLANS: readonly Plan[] = ['free_trial', 'pro', 'business'];
@@ -32,6 +33,8 @@ export interface Config {
   logLevel: string;
   /** SHUTDOWN_TIMEOUT_MS: how long in-flight requests may take after SIGTERM, default 10000. */
   shutdownTimeoutMs: number;
+  /** REDIS_URL: rate-limit counters in Redis (shared by instances); unset = in this process. */
+  redisUrl: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -61,6 +64,15 @@ function parseInt10(name: string, raw: string | undefined, fallback: number, min
 function parseTrustProxySetting(raw: string | undefined): TrustProxySetting {
   try {
     return parseTrustProxy(raw);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+}
+
+/** Runs a setting's own parser (which names its variable), turning its error into a ConfigError. */
+function setting<T>(parse: () => T): T {
+  try {
+    return parse();
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
@@ -114,5 +126,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     repositoryPassword: env.BACKUP_REPOSITORY_PASSWORD || undefined,
     logLevel: env.LOG_LEVEL?.trim() || 'info',
     shutdownTimeoutMs: parseInt10('SHUTDOWN_TIMEOUT_MS', env.SHUTDOWN_TIMEOUT_MS, 10_000, 0, 600_000),
+    redisUrl: setting(() => parseRedisUrl(env.REDIS_URL)),
   };
 }

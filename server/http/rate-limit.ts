@@ -128,9 +128,10 @@ export function failureLimit(options: FailureLimitOptions): FailureLimit {
     applyIfBinding(res, { name, windowMs, state }, draftHeaders);
     if (!state.allowed) throw rateLimited(state, windowMs);
     (res as GuardedResponse)[GUARDED] = true;
-    // A response that never finished (client gone) stays counted.
+    // A response that never finished (client gone) stays counted, and so does one whose refund
+    // the store cannot take (unreachable): counting too much is the safe side.
     res.once('finish', () => {
-      if (!isFailure(res)) void store.refund(key, state.resetAt);
+      if (!isFailure(res)) store.refund(key, state.resetAt).catch(() => {});
     });
     next();
   };

@@ -1,7 +1,7 @@
 /**
  * Rate-limit counters: fixed windows per key. The interface is asynchronous so that a shared
- * store (Redis: INCR + PEXPIRE in one script) can serve several server instances; the
- * in-process store is the default.
+ * store (Redis, redis.ts: one script per hit) can serve several server instances; the
+ * in-process store is the default. Both pass the same suite (suite.ts).
  *
  * Windows are aligned to the clock, as the contract documents: a one-hour window runs from the
  * full hour to the next (epoch milliseconds divisible by `windowMs`), so X-RateLimit-Reset is
@@ -33,6 +33,19 @@ export interface RateLimitStore {
   refund(key: string, resetAt: number): Promise<void>;
   /** Forget a key. */
   reset(key: string): Promise<void>;
+  /** Releases connections, if the store holds any. */
+  close?(): Promise<void>;
+}
+
+/**
+ * A shared store that cannot be reached: every operation throws this, at once, and the HTTP
+ * layer answers 503 SERVICE_UNAVAILABLE with Retry-After. Never thrown by the memory store.
+ */
+export class RateLimitStoreUnavailableError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'RateLimitStoreUnavailableError';
+  }
 }
 
 /** The end of the clock-aligned window of length `windowMs` that contains `now`. */
