@@ -1,6 +1,5 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { RateLimitStoreUnavailableError } from '../ratelimit/store.ts';
 import { errorBody } from './envelope.ts';
 import { ApiError, type ValidationProblem } from './errors.ts';
 import { hasBody } from './json-body.ts';
@@ -116,7 +115,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (err instanceof ApiError) apiError = err;
     else if (isBodyParserError(err)) apiError = fromBodyParser(err);
     else if (isValidatorError(err)) apiError = fromValidator(err, hasBody(req.headers));
-    else if (isStoreUnavailable(err) || err instanceof RateLimitStoreUnavailableError) {
+    else if (isStoreUnavailable(err)) {
       apiError = new ApiError('SERVICE_UNAVAILABLE', 'The service cannot serve this request right now; retry shortly.', {}, { 'Retry-After': '5' });
     }
 

@@ -7,7 +7,7 @@
  * The error handler must keep headers already set on the response and add ApiError.headers.
  */
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
-import type { RateLimitState, RateLimitStore } from '../ratelimit/store.ts';
+import { RateLimitStoreUnavailableError, windowEnd, type RateLimitState, type RateLimitStore } from '../ratelimit/store.ts';
 import { ApiError } from './errors.ts';
 
 export interface RateLimitOptions {
@@ -68,13 +68,33 @@ function rateLimited(state: RateLimitState, windowMs: number): ApiError {
   );
 }
 
+/** Seconds a client is asked to wait while the shared rate-limit store cannot be reached. */
+const STORE_RETRY_AFTER_S = 5;
+
+/**
+ * Counts a hit; when the store cannot be reached, answers 503 SERVICE_UNAVAILABLE instead of
+ * serving unlimited, with the headers every limited answer carries: the limit, nothing
+ * remaining for now, the end of the current window (clock-aligned, so known without the store).
+ */
+async function hitOr503(store: RateLimitStore, res: Response, key: string, limit: number, windowMs: number): Promise<RateLimitState> {
+  try {
+    return await store.hit(key, limit, windowMs);
+  } catch (err) {
+    if (!(err instanceof RateLimitStoreUnavailableError)) throw err;
+    res.setHeader('X-RateLimit-Limit', String(limit));
+    res.setHeader('X-RateLimit-Remaining', '0');
+    res.setHeader('X-RateLimit-Reset', String(Math.ceil(windowEnd(Date.now(), windowMs) / 1000)));
+    throw new ApiError('SERVICE_UNAVAILABLE', 'Rate limits cannot be checked right now; retry shortly.', {}, { 'Retry-After': String(STORE_RETRY_AFTER_S) });
+  }
+}
+
 /** Express middleware enforcing one limit. */
 export function rateLimit(options: RateLimitOptions): RequestHandler {
   const { store, name, windowMs } = options;
   const draftHeaders = options.draftHeaders ?? true;
   return async (req, res, next) => {
     const limit = typeof options.limit === 'function' ? options.limit(req, res) : options.limit;
-    const state = await store.hit(`${name}:${options.key(req, res)}`, limit, windowMs);
+    const state = await hitOr503(store, res, `${name}:${options.key(req, res)}`, limit, windowMs);
     applyIfBinding(res, { name, windowMs, state }, draftHeaders);
     if (!state.allowed) throw rateLimited(state, windowMs);
     next();
@@ -124,7 +144,7 @@ export function failureLimit(options: FailureLimitOptions): FailureLimit {
 
   const guard: RequestHandler = async (req, res, next) => {
     const key = keyOf(req, res);
-    const state = await store.hit(key, limit, windowMs);
+    const state = await hitOr503(store, res, key, limit, windowMs);
     applyIfBinding(res, { name, windowMs, state }, draftHeaders);
     if (!state.allowed) throw rateLimited(state, windowMs);
     (res as GuardedResponse)[GUARDED] = true;
@@ -137,7 +157,7 @@ export function failureLimit(options: FailureLimitOptions): FailureLimit {
   };
 
   const record = async (req: Request, res: Response): Promise<void> => {
-    const state = await store.hit(keyOf(req, res), limit, windowMs);
+    const state = await hitOr503(store, res, keyOf(req, res), limit, windowMs);
     applyIfBinding(res, { name, windowMs, state }, draftHeaders);
   };
 

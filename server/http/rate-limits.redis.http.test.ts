@@ -40,6 +40,10 @@ describe('rate limits in Redis (REDIS_URL) over real HTTP', () => {
       expect(down.status).toBe(503);
       expect(down.body.error.code).toBe('SERVICE_UNAVAILABLE');
       expect(Number(down.headers.get('retry-after'))).toBeGreaterThan(0);
+      // The headers of every limited answer: the plan's limit, nothing left for now, the window's end.
+      expect(down.headers.get('x-ratelimit-limit')).toBe('10000');
+      expect(down.headers.get('x-ratelimit-remaining')).toBe('0');
+      expect(Number(down.headers.get('x-ratelimit-reset')) % 3600).toBe(0);
       expect((await a.request('/api/tools/ip-info')).status).toBe(503);
       // Not limited, so not affected: the health probe still answers.
       expect((await a.request('/api/v1/status')).status).toBe(200);
