@@ -17,7 +17,7 @@ import { errorHandler } from './http/error-handler.ts';
 import { jsonBody } from './http/json-body.ts';
 import { authOf, maybeAuthOf, requestIdOf } from './http/locals.ts';
 import { createLogger, requestLogger } from './http/logger.ts';
-import { GENERATED_DIR, loadDocument, mergeDocuments, openApiValidator } from './http/openapi.ts';
+import { GENERATED_DIR, loadDocument, mergeDocuments, openApiValidator, takesBody } from './http/openapi.ts';
 import { handlerRoute } from './http/operation-route.ts';
 import { failureLimit, rateLimit } from './http/rate-limit.ts';
 import { requestId } from './http/request-id.ts';
@@ -157,7 +157,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     ]),
   );
 
-  const body = jsonBody();
+  const jsonBodies = jsonBody();
+  const body = (path: string, method: string) => (takesBody(merged, path, method) ? jsonBodies : []);
   for (const [operationId, op] of Object.entries(backupOperations)) {
     const chain: RequestHandler[] = [];
     if (operationId === 'createToken') {
@@ -169,7 +170,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       chain.push(bearer, ...limited(accountLimit));
     }
     const handler = backupHandlers[operationId as keyof typeof backupHandlers];
-    app[op.method](backupBasePath + op.expressPath, ...chain, ...body, ...validator, handlerRoute(handler, context));
+    app[op.method](backupBasePath + op.expressPath, ...chain, ...body(backupBasePath + op.path, op.method), ...validator, handlerRoute(handler, context));
   }
   const toolLimits: Record<keyof typeof toolsOperations, number> = {
     checkSite: TOOL_LIMITS.checkSite,
@@ -182,7 +183,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     app[op.method](
       toolsBasePath + op.expressPath,
       ...limited(toolLimit(id, toolLimits[id])),
-      ...body,
+      ...body(toolsBasePath + op.path, op.method),
       ...validator,
       handlerRoute(toolsHandlers[id], context),
     );

@@ -28,7 +28,9 @@ export interface FuzzRequest {
   /** Full path with query, from the server root. */
   path: string;
   headers: Record<string, string>;
-  body?: string;
+  body?: string | Buffer;
+  /** The error code this request must be answered with, when its mutation fixes one. */
+  expectCode?: string;
 }
 
 interface Parts {
@@ -36,8 +38,8 @@ interface Parts {
   query: Record<string, unknown>;
   headers: Record<string, string>;
   body: unknown;
-  /** Raw body text instead of JSON.stringify(body). */
-  rawBody?: string;
+  /** Raw body text (or bytes) instead of JSON.stringify(body). */
+  rawBody?: string | Buffer;
 }
 
 const PUBLIC_BACKUP_OPS = new Set(['createToken', 'getStatus']);
@@ -123,7 +125,21 @@ function partsArb(api: ApiDoc, op: Operation, env: FuzzEnv): fc.Arbitrary<Parts>
   });
 }
 
-type Mutation = { name: string; applies: (api: ApiDoc, op: Operation) => boolean; arb: (api: ApiDoc, op: Operation) => fc.Arbitrary<(p: Parts) => Parts> };
+type Mutation = {
+  name: string;
+  applies: (api: ApiDoc, op: Operation) => boolean;
+  arb: (api: ApiDoc, op: Operation) => fc.Arbitrary<(p: Parts) => Parts>;
+  /** The error code every request of this mutation must get. */
+  expectCode?: string;
+};
+
+const numericQuery = (api: ApiDoc, op: Operation): string[] =>
+  parameters(api, op)
+    .filter((x) => x.in === 'query' && ['integer', 'number'].includes(deref(api.doc, x.schema ?? {})?.type))
+    .map((x) => x.name as string);
+
+/** Spellings of numbers that are not finite once read (JSON.parse and query coercion give Infinity or NaN). */
+const NON_FINITE = ['Infinity', '-Infinity', '+Infinity', '1e400', '-1e999', '9'.repeat(400), 'NaN'];
 
 const hasBody = (api: ApiDoc, op: Operation) => bodySchema(api, op) !== undefined;
 const objectKeys = (p: Parts) => (p.body && typeof p.body === 'object' && !Array.isArray(p.body) ? Object.keys(p.body) : []);
@@ -171,6 +187,34 @@ const MUTATIONS: Mutation[] = [
     arb: () => fc.constantFrom('{', '{"a":', "{'a':1}", '{"a":1,}', 'NaN', '\u00ff\u00fe', '[1,2', '{"a":"\\u12"}', ' ', 'true false').map((raw) => (p: Parts) => ({ ...p, rawBody: raw })),
   },
   {
+    // A number no operation accepts: in a numeric query parameter, or in the body as JSON 1e400.
+    name: 'non-finite-number',
+    applies: (api, op) => numericQuery(api, op).length > 0 || hasBody(api, op),
+    expectCode: 'VALIDATION_ERROR',
+    arb: (api, op) =>
+      fc.tuple(fc.constantFrom(...NON_FINITE), fc.nat()).map(([value, i]) => (p: Parts) => {
+        const names = numericQuery(api, op);
+        if (names.length) return { ...p, query: { ...p.query, [names[i % names.length]!]: value } };
+        const keys = objectKeys(p);
+        const text = JSON.stringify(p.body && typeof p.body === 'object' ? p.body : {});
+        const key = keys.length ? keys[i % keys.length]! : 'n';
+        const rest = text.replace(/^\{/, '').replace(/\}$/, '');
+        return { ...p, rawBody: `{${rest ? `${rest},` : ''}${JSON.stringify(key)}:1e400}` };
+      }),
+  },
+  {
+    // Bytes that are not UTF-8 inside an otherwise well-formed JSON body: refused, never decoded with U+FFFD.
+    name: 'not-utf8',
+    applies: hasBody,
+    expectCode: 'INVALID_JSON',
+    arb: () =>
+      fc.constantFrom([0xff], [0xc3, 0x28], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xe2, 0x82]).map((bad) => (p: Parts) => {
+        const text = JSON.stringify(p.body ?? {});
+        const at = Math.max(text.indexOf('"') + 1, 1);
+        return { ...p, rawBody: Buffer.concat([Buffer.from(text.slice(0, at)), Buffer.from(bad), Buffer.from(text.slice(at))]) };
+      }),
+  },
+  {
     name: 'media-type',
     applies: hasBody,
     arb: () =>
@@ -210,7 +254,7 @@ const MUTATIONS: Mutation[] = [
   },
 ];
 
-function build(api: ApiDoc, op: Operation, env: FuzzEnv, parts: Parts, kind: string, from: string): FuzzRequest {
+function build(api: ApiDoc, op: Operation, env: FuzzEnv, parts: Parts, kind: string, from: string, expectCode?: string): FuzzRequest {
   let path = api.basePath + op.path;
   // Capped so the request head stays under Node's 16 KiB limit (see headerSafe).
   for (const [name, value] of Object.entries(parts.path)) path = path.replace(`{${name}}`, encodeURIComponent(String(value).slice(0, 1500)));
@@ -221,7 +265,7 @@ function build(api: ApiDoc, op: Operation, env: FuzzEnv, parts: Parts, kind: str
   const qs = search.toString();
   const headers: Record<string, string> = { Accept: 'application/json', 'X-Forwarded-For': from };
   if (api.api === 'backup' && !PUBLIC_BACKUP_OPS.has(op.operationId)) headers['Authorization'] = `Bearer ${env.token}`;
-  let body: string | undefined;
+  let body: string | Buffer | undefined;
   if (parts.rawBody !== undefined) body = parts.rawBody;
   else if (parts.body !== undefined) body = JSON.stringify(parts.body);
   if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -229,7 +273,7 @@ function build(api: ApiDoc, op: Operation, env: FuzzEnv, parts: Parts, kind: str
     if (v === 'NONE') delete headers[k];
     else headers[k] = v;
   }
-  return { kind, method: op.method, path: qs ? `${path}?${qs}` : path, headers, body };
+  return { kind, method: op.method, path: qs ? `${path}?${qs}` : path, headers, body, ...(expectCode ? { expectCode } : {}) };
 }
 
 let clients = 0;
@@ -246,9 +290,9 @@ export function sampleRequests(api: ApiDoc, op: Operation, env: FuzzEnv, runs: n
   const valid = fc.sample(base, { numRuns: Math.ceil(runs / 2), seed }).map((p) => build(api, op, env, p, 'generated', nextClient()));
   const mutated = fc
     .sample(
-      fc.tuple(base, fc.constantFrom(...mutations).chain((m) => m.arb(api, op).map((f) => ({ name: m.name, f })))),
+      fc.tuple(base, fc.constantFrom(...mutations).chain((m) => m.arb(api, op).map((f) => ({ name: m.name, f, expectCode: m.expectCode })))),
       { numRuns: Math.floor(runs / 2), seed: seed + 1 },
     )
-    .map(([p, m]) => build(api, op, env, m.f(p), m.name, nextClient()));
+    .map(([p, m]) => build(api, op, env, m.f(p), m.name, nextClient(), m.expectCode));
   return [...valid, ...mutated];
 }

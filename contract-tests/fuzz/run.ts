@@ -80,7 +80,7 @@ export async function fuzzCheck(ctx: Context, server: ServerHandle, name = 'fuzz
         }
         sent++;
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        const sample = `${where} body=${(req.body ?? '').slice(0, 160)} headers=${JSON.stringify(req.headers).slice(0, 200)} → ${res.status} ${res.text.slice(0, 200)}`;
+        const sample = `${where} body=${String(req.body ?? '').slice(0, 160)} headers=${JSON.stringify(req.headers).slice(0, 200)} → ${res.status} ${res.text.slice(0, 200)}`;
         if (res.status >= 500) {
           fail(`${op.operationId} ${req.kind} ${res.status}`, `5xx: ${sample}`);
           continue;
@@ -92,6 +92,8 @@ export async function fuzzCheck(ctx: Context, server: ServerHandle, name = 'fuzz
           else if (!codes.has(code)) fail(`${op.operationId} code ${code}`, `code not in the catalogue: ${sample}`);
           else if (codes.get(code) !== res.status) fail(`${op.operationId} code ${code} ${res.status}`, `${code} is ${codes.get(code)} in the catalogue, answered ${res.status}: ${sample}`);
         }
+        const code = (res.json as { error?: { code?: unknown } } | undefined)?.error?.code;
+        if (req.expectCode && code !== req.expectCode) fail(`${op.operationId} ${req.kind} expects ${req.expectCode}`, `expected ${req.expectCode}, got ${res.status} ${String(code)}: ${sample}`);
         const matched = matchOperation([api], req.method, req.path) ?? op;
         const verdict = ctx.validator.check(matched, res.status, res.headers, res.json, res.text);
         if (!verdict.ok) {

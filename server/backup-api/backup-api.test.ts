@@ -302,7 +302,9 @@ describe('Backup API over real HTTP with real files', () => {
     const [mine] = (await h.request('/api/v1/backup?status=completed&limit=1', { token })).body.data.items;
     const myRestore = (await h.request('/api/v1/restore', { method: 'POST', token, json: { backup_id: mine.id, target_path: join(h.root, 'iso') } })).body.data;
     const intruder = await h.tokenFor(await h.newKey());
-    const strip = (b: any) => ({ ...b, meta: undefined });
+    // The answers differ only in the id they echo (details names the id the request sent).
+    const strip = (b: any, id: string) => JSON.parse(JSON.stringify({ ...b, meta: undefined }).replaceAll(id, 'ID'));
+    const idIn = (path: string) => /(?:bkp|rst)_[0-9A-Z]{26}/.exec(path)![0];
     const pairs: Array<[string, string, RequestInit?]> = [
       [`/api/v1/backup/${mine.id}`, '/api/v1/backup/bkp_01ARZ3NDEKTSV4RRFFQ69G5FAX'],
       [`/api/v1/files?backup_id=${mine.id}`, '/api/v1/files?backup_id=bkp_01ARZ3NDEKTSV4RRFFQ69G5FAX'],
@@ -312,7 +314,7 @@ describe('Backup API over real HTTP with real files', () => {
       const a = await h.request(theirs, { token: intruder });
       const b = await h.request(missing, { token: intruder });
       expect(a.status).toBe(404);
-      expect(strip(a.body)).toEqual(strip(b.body));
+      expect(strip(a.body, idIn(theirs))).toEqual(strip(b.body, idIn(missing)));
     }
     const cancel = await h.request(`/api/v1/backup/${mine.id}/cancel`, { method: 'POST', token: intruder });
     expect(cancel.status).toBe(404);

@@ -13,7 +13,7 @@ export async function cancelBackup(req: Op['request'], ctx: RequestContext): Pro
   const { accountId } = accountOf(ctx);
   const { store, queue } = ctx.services;
   const job = store.jobs.getBackup(req.params.id, accountId);
-  if (!job) throw backupNotFound();
+  if (!job) throw backupNotFound(req.params.id);
   const finished = (): ApiError => {
     const status = store.jobs.getBackup(job.id)!.status;
     return new ApiError('JOB_FINISHED', `The backup already ended: it is ${status}.`, { status });

@@ -38,9 +38,9 @@ export async function createRestore(req: Op['request'], ctx: RequestContext): Pr
   const overwrite = req.body.overwrite ?? 'never';
 
   const backup = store.jobs.getBackup(backupId, accountId);
-  if (!backup) throw backupNotFound();
+  if (!backup) throw backupNotFound(backupId);
   if (backup.status !== 'completed') {
-    throw new ApiError('BACKUP_NOT_COMPLETED', `Only completed backups can be restored; this one is ${backup.status}.`, { status: backup.status });
+    throw new ApiError('BACKUP_NOT_COMPLETED', `Only completed backups can be restored; this one is ${backup.status}.`, { backup_id: backupId, status: backup.status });
   }
   const place = await confine(targetPath, config.allowedRoots, [config.dataDir]);
   if (!place.allowed) throw new ApiError('TARGET_NOT_ALLOWED', 'The target is outside the allowed restore roots.');

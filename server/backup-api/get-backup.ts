@@ -6,14 +6,14 @@ import { presentBackup } from './present.ts';
 
 type Op = BackupOperations['getBackup'];
 
-export function backupNotFound(): ApiError {
-  return new ApiError('BACKUP_NOT_FOUND', 'No backup with this id exists in your account.');
+export function backupNotFound(backupId: string): ApiError {
+  return new ApiError('BACKUP_NOT_FOUND', 'No backup with this id exists in your account.', { backup_id: backupId });
 }
 
 /** GET /backup/{id}: one of the caller's backups; another account's id answers as a missing one. */
 export async function getBackup(req: Op['request'], ctx: RequestContext): Promise<Op['response']> {
   const { accountId } = accountOf(ctx);
   const job = ctx.services.store.jobs.getBackup(req.params.id, accountId);
-  if (!job) throw backupNotFound();
+  if (!job) throw backupNotFound(req.params.id);
   return { status: 200, headers: {}, body: successBody(presentBackup(job), ctx.requestId) };
 }

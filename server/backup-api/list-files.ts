@@ -17,9 +17,9 @@ export async function listFiles(req: Op['request'], ctx: RequestContext): Promis
   let backup;
   if (req.query.backup_id !== undefined) {
     backup = store.jobs.getBackup(req.query.backup_id, accountId);
-    if (!backup) throw backupNotFound();
+    if (!backup) throw backupNotFound(req.query.backup_id);
     if (backup.status !== 'completed') {
-      throw new ApiError('BACKUP_NOT_COMPLETED', `This backup is ${backup.status}; only completed backups have a file list.`, { status: backup.status });
+      throw new ApiError('BACKUP_NOT_COMPLETED', `This backup is ${backup.status}; only completed backups have a file list.`, { backup_id: backup.id, status: backup.status });
     }
   } else {
     backup = store.jobs.newestCompletedBackup(accountId);

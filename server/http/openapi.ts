@@ -46,6 +46,12 @@ export function mergeDocuments(parts: Array<{ doc: OpenApiDocument; basePath: st
   return { openapi: first.openapi, info: { title: 'Backup service', version: first.info.version }, servers: [{ url: '/' }], paths, components };
 }
 
+/** Whether the operation at `path` (full, with its base path) and `method` takes a request body. */
+export function takesBody(doc: OpenApiDocument, path: string, method: string): boolean {
+  const operation = doc.paths[path]?.[method.toLowerCase()] as { requestBody?: unknown } | undefined;
+  return operation?.requestBody !== undefined;
+}
+
 /**
  * Request validation (always) and response validation (when enabled) against the merged document.
  * Security is checked by our own middleware; undocumented paths are answered by the route guard.

@@ -1,5 +1,5 @@
 import type { Request, RequestHandler, Response } from 'express';
-import { ApiError } from './errors.ts';
+import { ApiError, validationError } from './errors.ts';
 
 /** What every generated handler returns. */
 export interface HandlerResult {
@@ -15,6 +15,21 @@ export interface HandlerInput {
   body: unknown;
 }
 
+/**
+ * The JSON Pointer of the first number that is not finite (`Infinity`, `1e400`, `NaN`) under
+ * `value`, or null. The validator coerces such query values to numbers and lets them pass its
+ * bounds, and JSON.parse turns `1e400` into Infinity; no operation accepts one.
+ */
+export function nonFinitePointer(value: unknown, pointer: string): string | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? null : pointer;
+  if (value === null || typeof value !== 'object') return null;
+  for (const [key, item] of Object.entries(value)) {
+    const found = nonFinitePointer(item, `${pointer}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`);
+    if (found) return found;
+  }
+  return null;
+}
+
 type AnyHandler<Ctx> = (req: never, ctx: Ctx) => Promise<HandlerResult>;
 
 /**
@@ -25,6 +40,8 @@ export function handlerRoute<Ctx>(handler: AnyHandler<Ctx>, context: (req: Reque
   const call = handler as unknown as (req: HandlerInput, ctx: Ctx) => Promise<HandlerResult>;
   return async (req, res) => {
     if (!(req as Request & { openapi?: unknown }).openapi) throw new ApiError('NOT_FOUND', 'No such resource.');
+    const nonFinite = nonFinitePointer(req.query, '/query') ?? nonFinitePointer(req.body, '/body');
+    if (nonFinite) throw validationError([{ path: nonFinite, message: 'must be a finite number' }]);
     const input: HandlerInput = { params: req.params, query: req.query, headers: req.headers, body: req.body };
     const result = await call(input, context(req, res));
     for (const [name, value] of Object.entries(result.headers)) {
