@@ -1,6 +1,8 @@
 // `npm run bench:http`: autocannon against GET /api/v1/backup/{id} (a real completed job) and
-// GET /api/tools/ip-info on the real app with response validation on, off, and on a bare Express
-// route returning the same JSON (bench/http-bare.ts). Three rounds, interleaved so that drift of
+// GET /api/tools/ip-info on the real app with response validation on, off, on a bare Express
+// route returning the same JSON (bench/http-bare.ts), and on the app serving HTTPS itself
+// (validation on, a certificate from a throwaway CA; keep-alive connections, so TLS costs its
+// record encryption and one handshake per connection). Three rounds, interleaved so that drift of
 // the machine hits every configuration alike; the median of the three is reported. Prints a
 // Markdown table and writes it as the "## HTTP" section of docs/performance.md, leaving every
 // other section of that file as it is.
@@ -11,12 +13,14 @@
 // same environment as `npm start`, with every rate limit raised a million-fold rather than
 // switched off, so that the limiter's bookkeeping and headers stay in the measured path.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { request as httpsRequest } from 'node:https';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { RateLimitStore } from '../server/ratelimit/store.ts';
+import { createCa, issueCertificate } from '../scripts/dev-cert/pki.ts';
 
 interface Result {
   requests: { average: number };
@@ -73,10 +77,24 @@ function start(args: string[], env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
-async function waitReady(url: string): Promise<void> {
+/** GET over TLS, trusting `ca` (fetch cannot be given a CA). */
+function httpsGet(url: string, ca: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    httpsRequest(url, { ca, headers, agent: false }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+async function waitReady(url: string, ca?: string): Promise<void> {
   for (let i = 0; i < 400; i++) {
     try {
-      await fetch(url);
+      if (ca) await httpsGet(url, ca);
+      else await fetch(url);
       return;
     } catch {
       await new Promise((r) => setTimeout(r, 50));
@@ -139,7 +157,11 @@ async function main(): Promise<void> {
     BACKUP_BOOTSTRAP_PLAN: 'business',
     LOG_LEVEL: 'info',
   };
-  const ports = { on: await freePort(), off: await freePort(), bare: await freePort() };
+  const ports = { on: await freePort(), off: await freePort(), bare: await freePort(), tls: await freePort() };
+  const pki = join(SCRATCH, 'pki');
+  const ca = createCa(pki);
+  const cert = issueCertificate({ ca, dir: pki, name: 'localhost', altNames: ['IP:127.0.0.1'] });
+  const caPem = readFileSync(ca.cert, 'utf8');
   const self = join(ROOT, 'bench', 'http.ts');
   const children: ChildProcess[] = [];
   try {
@@ -167,13 +189,16 @@ async function main(): Promise<void> {
 
     children.push(start([self, '--serve'], { ...env, PORT: String(ports.off), VALIDATE_RESPONSES: 'false' }));
     children.push(start([join(ROOT, 'bench', 'http-bare.ts')], { PORT: String(ports.bare), BARE_BODIES: join(SCRATCH, 'bodies.json') }));
+    children.push(start([self, '--serve'], { ...env, PORT: String(ports.tls), VALIDATE_RESPONSES: 'true', TLS_CERT_FILE: cert.cert, TLS_KEY_FILE: cert.key }));
     await waitReady(`http://127.0.0.1:${ports.off}/api/v1/status`);
     await waitReady(`http://127.0.0.1:${ports.bare}/api/tools/ip-info`);
+    await waitReady(`https://127.0.0.1:${ports.tls}/api/v1/status`, caPem);
 
     const configs = [
-      { label: 'validation on', port: ports.on },
-      { label: 'validation off', port: ports.off },
-      { label: 'bare Express', port: ports.bare },
+      { label: 'validation on', origin: `http://127.0.0.1:${ports.on}` },
+      { label: 'validation off', origin: `http://127.0.0.1:${ports.off}` },
+      { label: 'bare Express', origin: `http://127.0.0.1:${ports.bare}` },
+      { label: 'HTTPS, validation on', origin: `https://127.0.0.1:${ports.tls}` },
     ];
     const routes = [
       { name: 'GET /api/v1/backup/{id}', path: `/api/v1/backup/${id}`, headers: auth },
@@ -181,19 +206,22 @@ async function main(): Promise<void> {
     ];
     // Every configuration answers the same data.
     for (const c of configs) {
-      const b = await json(`http://127.0.0.1:${c.port}${routes[0]!.path}`, { headers: auth });
-      const i = await json(`http://127.0.0.1:${c.port}${routes[1]!.path}`);
+      const secure = c.origin.startsWith('https:');
+      const b = secure ? await httpsGet(c.origin + routes[0]!.path, caPem, auth) : await json(c.origin + routes[0]!.path, { headers: auth });
+      const i = secure ? await httpsGet(c.origin + routes[1]!.path, caPem) : await json(c.origin + routes[1]!.path);
       if (JSON.stringify(b.body.data) !== JSON.stringify(job.body.data)) throw new Error(`${c.label}: different backup job`);
-      if (JSON.stringify(i.body.data) !== JSON.stringify(ipInfo.body.data)) throw new Error(`${c.label}: different ip-info`);
+      // user_agent echoes the client: fetch says "node", node:https says nothing.
+      const sameIp = (d: Record<string, unknown>) => JSON.stringify({ ...d, user_agent: undefined });
+      if (sameIp(i.body.data) !== sameIp(ipInfo.body.data)) throw new Error(`${c.label}: different ip-info`);
     }
-    for (const c of configs) for (const r of routes) await load(`http://127.0.0.1:${c.port}${r.path}`, r.headers, 2); // warm-up
+    for (const c of configs) for (const r of routes) await load(c.origin + r.path, r.headers, 2); // warm-up
 
     const runs = new Map<string, Result[]>();
     for (let round = 1; round <= ROUNDS; round++) {
       for (const r of routes) {
         // Each round starts with another configuration, so none always runs first.
         for (const c of configs.map((_, i) => configs[(i + round) % configs.length]!)) {
-          const result = await load(`http://127.0.0.1:${c.port}${r.path}`, r.headers, SECONDS);
+          const result = await load(c.origin + r.path, r.headers, SECONDS);
           const key = `${r.name}|${c.label}`;
           runs.set(key, [...(runs.get(key) ?? []), result]);
           process.stderr.write(`round ${round} ${r.name} ${c.label}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms\n`);
@@ -221,6 +249,11 @@ async function main(): Promise<void> {
           `p99 on ÷ off ${(on.p99 / Math.max(off.p99, 1)).toFixed(2)}×; the full stack runs at ${((on.rps / bare.rps) * 100).toFixed(0)} % ` +
           `of the bare route with validation on, ${((off.rps / bare.rps) * 100).toFixed(0)} % with it off.`,
       );
+      const tls = figure(r.name, 'HTTPS, validation on');
+      ratios.push(
+        `- ${r.name} over HTTPS: throughput **${((tls.rps / on.rps) * 100).toFixed(0)} %** of plain HTTP (HTTPS ÷ plain, validation on in both), ` +
+          `p99 ${tls.p99} ms vs ${on.p99} ms (plain ÷ HTTPS **${((Math.max(on.p99, 1) / Math.max(tls.p99, 1)) * 100).toFixed(0)} %**; goal for both: at least 85 %).`,
+      );
     }
     const loadAfter = loadavg()[0]!;
     const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
@@ -232,6 +265,8 @@ async function main(): Promise<void> {
       'client and server share the machine. The app is built by `createApp()` as `npm start` builds it (request validation,',
       'bearer auth, rate limiting with every limit raised a million-fold, request ids, info-level pino logs to a discarded',
       'stdout, envelope); "validation on/off" is `VALIDATE_RESPONSES`. The bare route is Express 5 returning the same JSON.',
+      '"HTTPS" is the same app serving TLS itself (TLS 1.3, an EC P-256 certificate from a throwaway CA); autocannon keeps its',
+      'connections alive, so each pays one handshake and then the record encryption of every request and answer.',
       `Other work on the machine: 1-minute load average ${loadBefore.toFixed(1)} at the start, ${loadAfter.toFixed(1)} at the end (the benchmark itself keeps both cores busy, about 2).`,
       '',
       ...rows,

@@ -4,7 +4,7 @@
  * check, the coverage table, and exits non-zero on any failure.
  *
  *   node contract-tests/run.ts [--only name,name] [--keep]
- *     --only   run just these checks (dredd-real, dredd-mock, prism-proxy, arazzo, fuzz, self-test)
+ *     --only   run just these checks (dredd-real, dredd-mock, prism-proxy, arazzo, fuzz, https, self-test)
  *     --keep   keep the temporary directory (logs, data) even when everything passes
  *     --tamper meta-type|status-code|drop-header
  *              put the tampering proxy (tamper/proxy.ts) in front of every real server: the
@@ -21,6 +21,7 @@ import { ROOT, startMockServers, startServer, startTargetSite, WORK } from './li
 import { unreachableWhy } from './lib/unreachable.ts';
 import { dreddCheck } from './dredd/run.ts';
 import { fuzzCheck } from './fuzz/run.ts';
+import { httpsCheck } from './https/run.ts';
 import { prismProxyCheck } from './prism/run.ts';
 import { startTamperProxy, type Tamper } from './tamper/proxy.ts';
 import { selfTestCheck } from './tamper/run.ts';
@@ -72,6 +73,7 @@ const checks: Check[] = [
   { name: 'prism-proxy', run: () => withServer('prism-proxy', { BACKUP_BOOTSTRAP_PLAN: 'free_trial', TRUST_PROXY: 'loopback' }, (s) => prismProxyCheck(ctx, s)) },
   { name: 'arazzo', run: () => withServer('arazzo', {}, (s) => arazzoCheck(ctx, s)) },
   { name: 'fuzz', run: () => withServer('fuzz', { TRUST_PROXY: 'loopback' }, (s) => fuzzCheck(ctx, s)) },
+  { name: 'https', run: () => httpsCheck(ctx) },
   { name: 'self-test', run: () => selfTestCheck(ctx) },
 ];
 

@@ -6,23 +6,23 @@ import type { OperationInfo, RequestOf, ResponseOf } from './handler-types.ts';
 /** Every operation of the Backup API: its request and its response, a union over the statuses the spec declares. */
 export interface BackupOperations {
   /** POST /auth/token — Get an access token */
-  createToken: { request: RequestOf<operations['createToken']>; response: ResponseOf<operations['createToken']> };
+  createToken: { request: RequestOf<operations['createToken']>; response: ResponseOf<operations['createToken'], '200 Strict-Transport-Security' | '400 Strict-Transport-Security' | '401 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '413 Strict-Transport-Security' | '415 Strict-Transport-Security' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
   /** GET /backup — List backups */
-  listBackups: { request: RequestOf<operations['listBackups']>; response: ResponseOf<operations['listBackups']> };
+  listBackups: { request: RequestOf<operations['listBackups']>; response: ResponseOf<operations['listBackups'], '200 Strict-Transport-Security' | '400 Strict-Transport-Security' | '401 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
   /** POST /backup — Start a backup */
-  createBackup: { request: RequestOf<operations['createBackup']>; response: ResponseOf<operations['createBackup'], '202 Preference-Applied'> };
+  createBackup: { request: RequestOf<operations['createBackup']>; response: ResponseOf<operations['createBackup'], '202 Strict-Transport-Security' | '202 Preference-Applied' | '400 Strict-Transport-Security' | '401 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '413 Strict-Transport-Security' | '415 Strict-Transport-Security' | '422 Strict-Transport-Security' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
   /** GET /backup/{id} — Get a backup */
-  getBackup: { request: RequestOf<operations['getBackup']>; response: ResponseOf<operations['getBackup']> };
+  getBackup: { request: RequestOf<operations['getBackup']>; response: ResponseOf<operations['getBackup'], '200 Strict-Transport-Security' | '400 Strict-Transport-Security' | '401 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '404 Strict-Transport-Security' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
   /** POST /backup/{id}/cancel — Cancel a backup */
-  cancelBackup: { request: RequestOf<operations['cancelBackup']>; response: ResponseOf<operations['cancelBackup']> };
+  cancelBackup: { request: RequestOf<operations['cancelBackup']>; response: ResponseOf<operations['cancelBackup'], '202 Strict-Transport-Security' | '400 Strict-Transport-Security' | '401 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '404 Strict-Transport-Security' | '409 Strict-Transport-Security' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
   /** POST /restore — Start a restore */
-  createRestore: { request: RequestOf<operations['createRestore']>; response: ResponseOf<operations['createRestore'], '202 Preference-Applied'> };
+  createRestore: { request: RequestOf<operations['createRestore']>; response: ResponseOf<operations['createRestore'], '202 Strict-Transport-Security' | '202 Preference-Applied' | '400 Strict-Transport-Security' | '401 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '404 Strict-Transport-Security' | '409 Strict-Transport-Security' | '413 Strict-Transport-Security' | '415 Strict-Transport-Security' | '422 Strict-Transport-Security' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
   /** GET /restore/{id} — Get a restore */
-  getRestore: { request: RequestOf<operations['getRestore']>; response: ResponseOf<operations['getRestore']> };
+  getRestore: { request: RequestOf<operations['getRestore']>; response: ResponseOf<operations['getRestore'], '200 Strict-Transport-Security' | '400 Strict-Transport-Security' | '401 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '404 Strict-Transport-Security' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
   /** GET /files — List backed-up files */
-  listFiles: { request: RequestOf<operations['listFiles']>; response: ResponseOf<operations['listFiles']> };
+  listFiles: { request: RequestOf<operations['listFiles']>; response: ResponseOf<operations['listFiles'], '200 Strict-Transport-Security' | '400 Strict-Transport-Security' | '401 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '404 Strict-Transport-Security' | '409 Strict-Transport-Security' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
   /** GET /status — Get system status */
-  getStatus: { request: RequestOf<operations['getStatus']>; response: ResponseOf<operations['getStatus']> };
+  getStatus: { request: RequestOf<operations['getStatus']>; response: ResponseOf<operations['getStatus'], '200 Strict-Transport-Security' | '400 Strict-Transport-Security' | '403 Strict-Transport-Security' | '500 Strict-Transport-Security'> };
 }
 
 export type BackupOperationId = keyof BackupOperations;

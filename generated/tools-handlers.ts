@@ -6,13 +6,13 @@ import type { OperationInfo, RequestOf, ResponseOf } from './handler-types.ts';
 /** Every operation of the Public Tools API: its request and its response, a union over the statuses the spec declares. */
 export interface ToolsOperations {
   /** POST /api/tools/check-site — Check whether a website is up */
-  checkSite: { request: RequestOf<operations['checkSite']>; response: ResponseOf<operations['checkSite']> };
+  checkSite: { request: RequestOf<operations['checkSite']>; response: ResponseOf<operations['checkSite'], '200 Strict-Transport-Security' | '400 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '413 Strict-Transport-Security' | '415 Strict-Transport-Security' | '422 Strict-Transport-Security' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
   /** GET /api/tools/ip-info — Get information about your IP address */
-  getIpInfo: { request: RequestOf<operations['getIpInfo']>; response: ResponseOf<operations['getIpInfo']> };
+  getIpInfo: { request: RequestOf<operations['getIpInfo']>; response: ResponseOf<operations['getIpInfo'], '200 Strict-Transport-Security' | '400 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
   /** POST /api/newsletter/subscribe — Subscribe to the newsletter */
-  subscribeNewsletter: { request: RequestOf<operations['subscribeNewsletter']>; response: ResponseOf<operations['subscribeNewsletter']> };
+  subscribeNewsletter: { request: RequestOf<operations['subscribeNewsletter']>; response: ResponseOf<operations['subscribeNewsletter'], '200 Strict-Transport-Security' | '201 Strict-Transport-Security' | '400 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '413 Strict-Transport-Security' | '415 Strict-Transport-Security' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
   /** POST /api/contacts/{type} — Send a contact message */
-  submitContact: { request: RequestOf<operations['submitContact']>; response: ResponseOf<operations['submitContact']> };
+  submitContact: { request: RequestOf<operations['submitContact']>; response: ResponseOf<operations['submitContact'], '201 Strict-Transport-Security' | '400 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '413 Strict-Transport-Security' | '415 Strict-Transport-Security' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
 }
 
 export type ToolsOperationId = keyof ToolsOperations;

@@ -18,6 +18,8 @@ import { jsonBody } from './http/json-body.ts';
 import { authOf, maybeAuthOf, requestIdOf } from './http/locals.ts';
 import { createLogger, requestLogger } from './http/logger.ts';
 import { GENERATED_DIR, loadDocument, mergeDocuments, openApiValidator, takesBody } from './http/openapi.ts';
+import { httpsPolicy } from './http/https-policy.ts';
+import { listen } from './http/listen.ts';
 import { handlerRoute } from './http/operation-route.ts';
 import { failureLimit, rateLimit } from './http/rate-limit.ts';
 import { requestId } from './http/request-id.ts';
@@ -30,6 +32,7 @@ import { openRateLimitStore } from './ratelimit/select.ts';
 import type { RateLimitStore } from './ratelimit/store.ts';
 import { loadOrCreateSecret } from './secrets.ts';
 import { Store } from './store/index.ts';
+import { ServerCertificate } from './tls/server-certificate.ts';
 import { toolsHandlers } from './tools-api/index.ts';
 import { targetPolicy } from './tools-api/net/target-policy.ts';
 
@@ -98,6 +101,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     version: packageVersion(),
     siteCheck: { policy: targetPolicy({ allowPrivate: config.checkSiteAllowPrivate }), ...options.siteCheck },
     ipInfo: options.ipInfo ?? {},
+    certificate: config.tls ? new ServerCertificate(config.tls, logger) : undefined,
   };
 
   const specDir = options.specDir ?? GENERATED_DIR;
@@ -140,6 +144,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
   app.use(requestId());
   app.use(requestLogger(logger));
+  app.use(httpsPolicy());
   app.use((_req, res, next) => {
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
@@ -198,12 +203,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     services,
     startupKey,
     recovered: { interrupted: recovery.interrupted, requeued: recovery.queued.length },
-    listen(port = config.port, host = config.host) {
-      return new Promise((resolve, reject) => {
-        const done = (err?: Error): void => (err ? reject(err) : resolve(s));
-        const s = host ? app.listen(port, host, done) : app.listen(port, done);
-        server = s;
-      });
+    async listen(port = config.port, host = config.host) {
+      server = await listen(app, { port, host, certificate: services.certificate });
+      return server;
     },
     async close() {
       if (shuttingDown) return;
@@ -214,11 +216,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
             server!.closeIdleConnections();
           })
         : Promise.resolve();
-      await queue.close(config.shutdownTimeoutMs);
+      // Jobs and in-flight requests share one SHUTDOWN_TIMEOUT_MS, so the whole stop is bounded by it.
       const timer = setTimeout(() => server?.closeAllConnections(), config.shutdownTimeoutMs);
+      await queue.close(config.shutdownTimeoutMs);
       await closed;
       clearTimeout(timer);
       if (!options.rateLimitStore) await limits.close?.();
+      services.certificate?.close();
       store.close();
     },
   };

@@ -2,6 +2,8 @@ import { homedir } from 'node:os';
 import { delimiter, isAbsolute, resolve } from 'node:path';
 import { parseTrustProxy, type TrustProxySetting } from './http/client-address.ts';
 import { parseRedisUrl } from './ratelimit/select.ts';
+import { tlsFilesFromEnv, type TlsFiles } from './tls/certificate.ts';
+import { assertPlainHttpOnLoopback } from './tls/loopback.ts';
 
 export type Plan = 'free_trial' | 'pro' | 'business';
 export const PLANS: readonly Plan[] = ['free_trial', 'pro', 'business'];
@@ -10,8 +12,8 @@ export const PLANS: readonly Plan[] = ['free_trial', 'pro', 'business'];
 export interface Config {
   /** PORT, default 8080. 0 picks an ephemeral port (tests). */
   port: number;
-  /** HOST, default unset: Node listens on every interface. */
-  host: string | undefined;
+  /** HOST, default 127.0.0.1. Off loopback only with TLS or a trusted TLS-terminating proxy. */
+  host: string;
   /** DATA_DIR, default ./data, resolved against the working directory. */
   dataDir: string;
   /** BACKUP_ALLOWED_ROOTS (path-delimiter list); default: the user's home directory. */
@@ -35,6 +37,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** REDIS_URL: rate-limit counters in Redis (shared by instances); unset = in this process. */
   redisUrl: string | undefined;
+  /** TLS_CERT_FILE + TLS_KEY_FILE: serve HTTPS with this pair (checked to load at start); null = plain HTTP. */
+  tls: TlsFiles | null;
 }
 
 export class ConfigError extends Error {
@@ -111,9 +115,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     throw new ConfigError('BACKUP_BOOTSTRAP_SECRET must be at least 16 characters');
   }
 
-  return {
+  const config: Config = {
     port: parseInt10('PORT', env.PORT, 8080, 0, 65535),
-    host: env.HOST?.trim() || undefined,
+    host: env.HOST?.trim() || '127.0.0.1',
     dataDir: resolve(cwd, env.DATA_DIR?.trim() || './data'),
     allowedRoots: allowedRoots.map((r) => resolve(r)),
     bootstrap:
@@ -127,5 +131,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     logLevel: env.LOG_LEVEL?.trim() || 'info',
     shutdownTimeoutMs: parseInt10('SHUTDOWN_TIMEOUT_MS', env.SHUTDOWN_TIMEOUT_MS, 10_000, 0, 600_000),
     redisUrl: setting(() => parseRedisUrl(env.REDIS_URL)),
+    tls: setting(() => tlsFilesFromEnv(env, cwd)),
   };
+  setting(() => assertPlainHttpOnLoopback(config));
+  return config;
 }

@@ -5,6 +5,7 @@ import { ApiError } from './http/errors.ts';
 import type { AuthContext } from './http/locals.ts';
 import type { JobQueue } from './jobs/queue.ts';
 import type { Store } from './store/index.ts';
+import type { ServerCertificate } from './tls/server-certificate.ts';
 import type { CheckSiteOptions } from './tools-api/net/check-site.ts';
 import type { IpInfoOptions } from './tools-api/net/ip-info.ts';
 
@@ -22,6 +23,8 @@ export interface Services {
   siteCheck: CheckSiteOptions;
   /** ip-info's name lookup (tests inject one); reverse DNS is asked for public addresses only. */
   ipInfo: IpInfoOptions;
+  /** The served TLS certificate (rotated in place), when TLS_CERT_FILE/TLS_KEY_FILE are set. */
+  certificate: ServerCertificate | undefined;
 }
 
 /** What a handler knows about the request beyond its validated input. */

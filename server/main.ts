@@ -2,6 +2,7 @@
 import { createApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './http/logger.ts';
+import { handleSignals } from './signals.ts';
 
 async function main(): Promise<void> {
   let config;
@@ -38,28 +39,10 @@ async function main(): Promise<void> {
   const server = await service.listen();
   const address = server.address();
   logger.info(
-    { port: typeof address === 'object' && address ? address.port : config.port, data_dir: config.dataDir, allowed_roots: config.allowedRoots },
+    { port: typeof address === 'object' && address ? address.port : config.port, host: config.host, tls: config.tls !== null, data_dir: config.dataDir, allowed_roots: config.allowedRoots },
     'backup service listening',
   );
-
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    service.close().then(
-      () => {
-        logger.info('stopped');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  handleSignals(service, logger);
 }
 
 main().catch((err: unknown) => {

@@ -187,7 +187,8 @@ function provoke(t, status) {
     case 403:
       if (k === 'POST /backup') setBody(t, { ...body, source: '/etc' });
       else if (k === 'POST /restore') setBody(t, { ...body, target_path: '/etc/contract-tests-restore' });
-      else skip(t, 'no path to forbid on this operation');
+      // HTTPS_REQUIRED: the trusted (loopback) proxy reports that the client used plain HTTP.
+      else setHeader(t, 'X-Forwarded-Proto', 'http');
       return;
     case 404:
       if (t.fullPath.match(/bkp_[0-9A-Za-z]+/)) t.fullPath = t.fullPath.replace(/bkp_[0-9A-Za-z]+/g, MISSING_BACKUP);

@@ -19,6 +19,8 @@ export interface DreddTarget {
   allowedRoot?: string;
   source?: string;
   bigSource?: string;
+  /** CA for an https:// origin (given to Dredd and its hooks as NODE_EXTRA_CA_CERTS). */
+  caFile?: string;
 }
 
 interface Line {
@@ -68,6 +70,7 @@ export async function dreddCheck(name: string, ctx: Context, target: DreddTarget
           CONTRACT_BIG_SOURCE: target.bigSource ?? '',
           CONTRACT_SITE: ctx.siteOrigin,
           NODE_NO_WARNINGS: '1',
+          ...(target.caFile ? { NODE_EXTRA_CA_CERTS: target.caFile } : {}),
         },
       },
     );

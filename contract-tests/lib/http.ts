@@ -1,9 +1,19 @@
 /**
- * A raw HTTP client for the checks: sends exactly the bytes and headers it is given (no
+ * A raw HTTP(S) client for the checks: sends exactly the bytes and headers it is given (no
  * automatic Content-Type, bad JSON allowed) and can pick its loopback source address, so
- * per-address rate limits of the public tools can be spread over 127.0.0.0/8.
+ * per-address rate limits of the public tools can be spread over 127.0.0.0/8. `https://` URLs
+ * are verified against the system's CAs plus those given to trustCa (the checks' own test CA).
  */
 import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { rootCertificates } from 'node:tls';
+
+const extraCas: string[] = [];
+
+/** Trusts this CA (PEM) for every later https:// request. */
+export function trustCa(pem: string): void {
+  extraCas.push(pem);
+}
 
 export interface RawRequest {
   method: string;
@@ -39,8 +49,10 @@ export async function send(req: RawRequest): Promise<RawResponse> {
     headers['Content-Length'] = String(payload.length);
   }
   return await new Promise<RawResponse>((resolve, reject) => {
-    const r = httpRequest(
+    const secure = url.protocol === 'https:';
+    const r = (secure ? httpsRequest : httpRequest)(
       {
+        ...(secure ? { ca: [...rootCertificates, ...extraCas] } : {}),
         host: url.hostname,
         port: url.port,
         path: url.pathname + url.search,

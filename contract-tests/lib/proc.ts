@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { send } from './http.ts';
 
 const live = new Set<ChildProcess>();
 
@@ -127,8 +128,7 @@ export async function waitForHttp(url: string, timeoutMs: number, proc?: Proc): 
       throw new Error(`process exited before ${url} answered (see ${proc.logFile})`);
     }
     try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
-      await res.arrayBuffer();
+      await send({ method: 'GET', url, timeoutMs: 2000 });
       return;
     } catch {
       if (Date.now() > deadline) {

@@ -32,6 +32,8 @@ export interface ServerHandle {
   bigSource: string;
   dataDir: string;
   logFile: string;
+  /** The CA that signed the server's certificate, when it serves HTTPS (TLS_CERT_FILE in its env). */
+  caFile?: string;
   stop(): Promise<void>;
 }
 
@@ -52,8 +54,11 @@ function writeBigFixture(dir: string): void {
   for (let i = 0; i < 4; i++) writeFileSync(join(dir, `random-${i}.bin`), randomBytes(8 * 1024 * 1024));
 }
 
-/** Starts `node server/main.ts` exactly as an operator would, with the contract's env names. */
-export async function startServer(name: string, extraEnv: Record<string, string> = {}): Promise<ServerHandle> {
+/**
+ * Starts `node server/main.ts` exactly as an operator would, with the contract's env names; over
+ * HTTPS when `extraEnv` sets TLS_CERT_FILE/TLS_KEY_FILE (then `caFile` is the CA that signed it).
+ */
+export async function startServer(name: string, extraEnv: Record<string, string> = {}, caFile?: string): Promise<ServerHandle> {
   const dir = join(WORK, name);
   const dataDir = join(dir, 'data');
   const allowedRoot = join(dir, 'root');
@@ -82,14 +87,14 @@ export async function startServer(name: string, extraEnv: Record<string, string>
       ...extraEnv,
     },
   });
-  const origin = `http://127.0.0.1:${port}`;
+  const origin = `${extraEnv.TLS_CERT_FILE ? 'https' : 'http'}://127.0.0.1:${port}`;
   try {
     await waitForHttp(`${origin}/api/v1/status`, 20_000, proc);
   } catch (err) {
     await proc.stop();
     throw err;
   }
-  return { name, origin, backupBase: `${origin}/api/v1`, allowedRoot, source, bigSource, dataDir, logFile, stop: () => proc.stop() };
+  return { name, origin, backupBase: `${origin}/api/v1`, allowedRoot, source, bigSource, dataDir, logFile, ...(caFile ? { caFile } : {}), stop: () => proc.stop() };
 }
 
 export interface MockHandle {

@@ -39,12 +39,13 @@ export function responseViolations(header: string | undefined): string[] {
     .map((v) => `${v.severity ?? '?'} at ${(v.location ?? []).join('.')}: ${v.message ?? ''}`);
 }
 
-async function startProxy(name: string, doc: string, upstream: string): Promise<{ proc: Proc; origin: string }> {
+async function startProxy(name: string, doc: string, upstream: string, caFile?: string): Promise<{ proc: Proc; origin: string }> {
   const port = await freePort();
   // Through this Node (24), whatever `node` is first on PATH.
   const proc = start(process.execPath, [join(ROOT, 'node_modules', '@stoplight', 'prism-cli', 'dist', 'index.js'), 'proxy', doc, upstream, '-p', String(port), '-h', '127.0.0.1'], {
     cwd: ROOT,
     logFile: join(WORK, `${name}.log`),
+    ...(caFile ? { env: { NODE_EXTRA_CA_CERTS: caFile } } : {}),
   });
   const origin = `http://127.0.0.1:${port}`;
   await waitForHttp(`${origin}/__prism_ready`, 30_000, proc);
@@ -60,8 +61,8 @@ export async function prismProxyCheck(ctx: Context, server: ServerHandle, name =
   const backupApi = ctx.apis.find((a) => a.api === 'backup');
   const toolsApi = ctx.apis.find((a) => a.api === 'tools');
   if (!backupApi || !toolsApi) throw new Error('both documents are needed');
-  const backupProxy = await startProxy(`${name}-backup`, backupApi.file, server.origin + backupApi.basePath);
-  const toolsProxy = await startProxy(`${name}-tools`, toolsApi.file, server.origin + toolsApi.basePath);
+  const backupProxy = await startProxy(`${name}-backup`, backupApi.file, server.origin + backupApi.basePath, server.caFile);
+  const toolsProxy = await startProxy(`${name}-tools`, toolsApi.file, server.origin + toolsApi.basePath, server.caFile);
   const failures: string[] = [];
   let violations = 0;
   const observe = (x: Exchange): void => {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { BackupOperations } from '../../generated/backup-handlers.ts';
 import type { RequestContext } from '../context.ts';
 import { successBody } from '../http/envelope.ts';
+import { certificateCheck } from '../tls/server-certificate.ts';
 
 type Op = BackupOperations['getStatus'];
 
@@ -35,9 +36,10 @@ async function storageProbe(dataDir: string): Promise<boolean> {
 
 /** GET /status: database and repository storage checks and the job counts; no account data. */
 export async function getStatus(_req: Op['request'], ctx: RequestContext): Promise<Op['response']> {
-  const { store, config, startedAt, version } = ctx.services;
+  const { store, config, startedAt, version, certificate } = ctx.services;
   const database = await timed(() => store.ping());
   const storage = await timed(() => storageProbe(config.dataDir));
+  const checks = { database, storage, ...(certificate ? { certificate: certificateCheck(certificate) } : {}) };
   let jobs = { queued: 0, running: 0 };
   if (database.status === 'ok') {
     try {
@@ -52,11 +54,11 @@ export async function getStatus(_req: Op['request'], ctx: RequestContext): Promi
     headers: {},
     body: successBody(
       {
-        status: database.status === 'ok' && storage.status === 'ok' ? 'ok' : 'degraded',
+        status: Object.values(checks).every((c) => c.status === 'ok') ? 'ok' : 'degraded',
         version,
         uptime_seconds: Math.floor((now - startedAt) / 1000),
         time: new Date(now).toISOString(),
-        checks: { database, storage },
+        checks,
         jobs,
       },
       ctx.requestId,

@@ -23,9 +23,14 @@ export const REDACT_PATHS = [
   '*.api_secret',
 ];
 
+/**
+ * The JSON logger, to stdout unless told otherwise. Lines are written synchronously: an exit never
+ * waits on lines still queued (pino would then write them in a loop that never ends when stdout
+ * is a pipe nobody reads any more), and a closed stdout only silences the log.
+ */
 export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
   const options = { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { service: 'backup-service' } };
-  return destination ? pino(options, destination as pino.DestinationStream) : pino(options);
+  return pino(options, (destination as pino.DestinationStream | undefined) ?? pino.destination({ dest: 1, sync: true }));
 }
 
 /**

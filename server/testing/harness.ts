@@ -33,7 +33,9 @@ export async function startHarness(env: Record<string, string> = {}, options: Ap
   const server = await service.listen();
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
-  const base = `http://127.0.0.1:${port}`;
+  // With TLS_CERT_FILE in env the server speaks HTTPS: request() (fetch) cannot trust a test CA,
+  // so such tests talk to `base` with testing/https-client.ts.
+  const base = `${config.tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   let stopped = false;
   const h: Harness = {
     base,

@@ -1,0 +1,38 @@
+/**
+ * Only HTTPS is served. A request is answered when it arrived over TLS, or through a trusted
+ * proxy (TRUST_PROXY) whose X-Forwarded-Proto says `https`, or straight from a loopback address
+ * without a proxy saying `http` (local development and tools on the host). Anything else, a
+ * trusted proxy reporting `http` included, is refused with 403 HTTPS_REQUIRED before any
+ * operation runs. Responses that went out over HTTPS carry Strict-Transport-Security.
+ */
+import type { Request, RequestHandler } from 'express';
+import { isLoopback } from '../tls/loopback.ts';
+import { ApiError } from './errors.ts';
+
+/** Two years, as the HSTS preload list asks; no includeSubDomains (the host's siblings are not ours). */
+export const HSTS = 'max-age=63072000';
+
+type Transport = 'https' | 'http-forwarded' | 'http-loopback' | 'http';
+
+/** How the client reached the server, judged only from what can be trusted. */
+export function transportOf(req: Request): Transport {
+  const peer = req.socket.remoteAddress ?? '';
+  const trusted = (req.app.get('trust proxy fn') as (address: string, hop: number) => boolean)(peer, 0);
+  const forwarded = trusted ? req.get('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase() : undefined;
+  if (forwarded === 'https') return 'https';
+  if (forwarded === 'http') return 'http-forwarded';
+  if ((req.socket as { encrypted?: boolean }).encrypted) return 'https';
+  return isLoopback(peer) ? 'http-loopback' : 'http';
+}
+
+export function httpsPolicy(): RequestHandler {
+  return (req, res, next) => {
+    const transport = transportOf(req);
+    if (transport === 'https') res.setHeader('Strict-Transport-Security', HSTS);
+    if (transport === 'http' || transport === 'http-forwarded') {
+      next(new ApiError('HTTPS_REQUIRED', 'Only HTTPS is served; call the https:// address. Nothing was done.'));
+      return;
+    }
+    next();
+  };
+}
