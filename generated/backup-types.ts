@@ -19,9 +19,11 @@ export interface paths {
          *     `401 TOKEN_EXPIRED`, call this operation again with the same key and secret. Any number of
          *     tokens may be live at once; revoking the key invalidates all of them.
          *
-         *     Rate limited per client address, not per account: 60 requests per hour, of which at most
-         *     30 may fail (`401`); failed requests on other operations count towards those 30 as well.
+         *     Rate limited per client address, not per account, with a smaller allowance for failed
+         *     requests (`401`); failed requests on other operations count towards it as well.
          *     The rate-limit headers describe whichever of the two limits has fewer requests left.
+         *
+         *     **Rate limit:** 60 requests per hour per client address, of which at most 30 may fail (`401`).
          */
         post: operations["createToken"];
         delete?: never;
@@ -42,6 +44,8 @@ export interface paths {
          * @description The caller's backup jobs, newest first (by `created_at`), in pages of `limit`. Follow
          *     `next_cursor` (pass it as `cursor`, with the same `status` and `limit`) until it is
          *     `null`. Jobs created while you page appear on a new first page, never twice.
+         *
+         *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
          */
         get: operations["listBackups"];
         put?: never;
@@ -63,6 +67,8 @@ export interface paths {
          *     Checks happen in this order: token (401), rate limit (429), body media type and size (415,
          *     413), JSON and schema (400), allowed roots (403), existence of the source and the
          *     destination (422).
+         *
+         *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
          */
         post: operations["createBackup"];
         delete?: never;
@@ -84,6 +90,8 @@ export interface paths {
          *     after `POST /backup` until `status` is final (`completed`, `failed` or
          *     `cancelled`); every 1–2 seconds is plenty, and each poll counts against the rate limit.
          *     A job of another account answers `404` exactly as a missing one.
+         *
+         *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
          */
         get: operations["getBackup"];
         put?: never;
@@ -111,6 +119,8 @@ export interface paths {
          *     leaves no snapshot, and the repository stays consistent (data already written is reused by
          *     later backups through deduplication). Cancelling twice is harmless while the job is still
          *     running. Send no request body (one sent is ignored).
+         *
+         *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
          */
         post: operations["cancelBackup"];
         delete?: never;
@@ -144,6 +154,8 @@ export interface paths {
          *     Checks happen in this order: token (401), rate limit (429), body media type and size (415,
          *     413), JSON and schema (400), the backup (404, 409), allowed roots (403), `paths` and the
          *     target (422).
+         *
+         *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
          */
         post: operations["createRestore"];
         delete?: never;
@@ -164,6 +176,8 @@ export interface paths {
          * @description One restore job of the caller's account, with its status and progress. Poll it after
          *     `POST /restore` until `status` is final. A job of another account answers `404`
          *     exactly as a missing one.
+         *
+         *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
          */
         get: operations["getRestore"];
         put?: never;
@@ -188,6 +202,8 @@ export interface paths {
          *     completed backup is listed, and `data.backup_id` says which. Narrow with `prefix`;
          *     follow `next_cursor` (with the same `backup_id`, `prefix` and `limit`) until it is
          *     `null`. Paths are relative to the backup's source and can be passed as restore `paths`.
+         *
+         *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
          */
         get: operations["listFiles"];
         put?: never;
@@ -291,12 +307,43 @@ export interface components {
         /**
          * @description Machine-readable error code, upper case with underscores. The one catalogue shared by both
          *     APIs; each code always comes with the same HTTP status. Every code, its status, what it
-         *     means and what a client should do is listed in `x-error-catalogue` below (and on the
-         *     reference's errors page, which is generated from it). Job errors (`error` of a backup,
+         *     means and what a client should do is listed in the table below (generated from
+         *     `x-error-catalogue`, as is the errors page of the documentation). Job errors (`error` of a backup,
          *     restore or maintenance job) use the same catalogue; a few codes occur only there.
          *
          *     New codes may be added in later minor versions; a client that meets an unknown code should
          *     act on the HTTP status.
+         *
+         *     | code | status | occurs in | meaning | what to do |
+         *     |---|---|---|---|---|
+         *     | `VALIDATION_ERROR` | 400 | response | The request breaks the schema: a missing, malformed, out-of-range or unknown body property, or a bad or unknown query, path or header parameter. `details.errors[]` lists each problem as `{path, message}`. | Fix the request as `details.errors[]` says; repeating it unchanged fails the same way. |
+         *     | `INVALID_JSON` | 400 | response | The body is not well-formed JSON, or not valid UTF-8. | Send a UTF-8 JSON body; do not retry unchanged. |
+         *     | `UNAUTHORIZED` | 401 | response | No `Authorization` Bearer token, or a token that is malformed, badly signed, not yet valid, for another audience, or whose key was revoked. | Get a token from `POST /auth/token` and send it as `Authorization` Bearer; if the key was revoked, ask for a new key. |
+         *     | `TOKEN_EXPIRED` | 401 | response | The token was valid but its 15 minutes have passed. | Ask `POST /auth/token` for a new token with the same key and secret, then retry the request once. |
+         *     | `INVALID_CREDENTIALS` | 401 | response | `POST /auth/token` with an unknown API key, a revoked key or a wrong secret (the three are not told apart). | Check the key and secret; repeated failures from one address are rate limited harder. |
+         *     | `SOURCE_NOT_ALLOWED` | 403 | response, job | The backup `source` lies outside the server's allowed roots, after resolving `..` and symlinks. Says nothing about whether the path exists. | Back up a path inside the roots the operator configured (`BACKUP_ALLOWED_ROOTS`). |
+         *     | `TARGET_NOT_ALLOWED` | 403 | response, job | The restore `target_path` lies outside the server's allowed roots, after resolving `..` and symlinks. | Restore into a directory inside the allowed roots. |
+         *     | `HTTPS_REQUIRED` | 403 | response | The request reached the server over plain HTTP (a trusted proxy reported `X-Forwarded-Proto` `http`). Only HTTPS is served; nothing was done. | Call the `https://` address; never send credentials or tokens over plain HTTP. |
+         *     | `NOT_FOUND` | 404 | response | No such route (any method on an unknown path), or no job of that kind with that id in the caller's account. | Check the path and id; ids of other accounts answer the same as ids that do not exist. |
+         *     | `BACKUP_NOT_FOUND` | 404 | response | No backup with that id in the caller's account (ids of other accounts answer the same), or no completed backup at all where one is needed. | Check the id (`GET /backup` lists the account's backups). |
+         *     | `RESTORE_NOT_FOUND` | 404 | response | No restore with that id in the caller's account (ids of other accounts answer the same). | Check the id returned by `POST /restore`. |
+         *     | `METHOD_NOT_ALLOWED` | 405 | response | The path exists but not with this method; the `Allow` response header lists the methods it supports. | Use one of the methods in `Allow`. |
+         *     | `BACKUP_NOT_COMPLETED` | 409 | response, job | The backup exists but is not `completed` (queued, running, failed or cancelled), so it cannot be restored or listed. | Wait until the backup is `completed` (poll `GET /backup/{id}`), or use another backup. |
+         *     | `JOB_FINISHED` | 409 | response | The job already ended (`completed`, `failed` or `cancelled`) and cannot be cancelled. | Nothing to cancel; read the job for its outcome. |
+         *     | `JOB_NOT_FINISHED` | 409 | response | The job is still `queued` or `running`, and the operation needs it finished (deleting a backup, for one). | Cancel the job first (or wait for it to end), then repeat. |
+         *     | `PAYLOAD_TOO_LARGE` | 413 | response | The request body is over 64 KiB (65536 bytes). | Send a smaller body. |
+         *     | `UNSUPPORTED_MEDIA_TYPE` | 415 | response | A request body was sent without `Content-Type` `application/json` (a `charset=utf-8` parameter is accepted). | Send the body as `application/json`. |
+         *     | `INVALID_SOURCE` | 422 | response, job | The backup `source` does not exist (`details.path`), or a restore `paths` entry matches nothing in the backup. On a job, the source vanished or became unreadable after it was accepted. | Check the path on the server host, then start the job again. |
+         *     | `INVALID_TARGET` | 422 | response, job | The restore `target_path` exists but is not a directory, or cannot be created or written (`details.path`). | Choose another target, or make it a writable directory. |
+         *     | `URL_NOT_ALLOWED` | 422 | response | The site check would connect to a loopback, private, link-local, CGNAT, multicast or reserved address (`details.url`). | Check only public websites. |
+         *     | `DESTINATION_UNAVAILABLE` | 422 | response, job | The backup `destination` names no repository configured on the server, or that repository cannot be reached (the object store is down, hangs, or refuses the server's credentials). | Use a configured destination; when it is unreachable, retry later and tell the operator. |
+         *     | `RATE_LIMITED` | 429 | response | The rate limit is used up; nothing was done. | Wait `Retry-After` seconds (until `X-RateLimit-Reset`), then retry with exponential backoff and jitter. |
+         *     | `QUEUE_FULL` | 429 | response | The account already has as many jobs queued as it may (the operator's per-account queue limit); the new job was not created. | Wait for queued jobs to run (or cancel some), then retry after `Retry-After` seconds. |
+         *     | `INTERNAL_ERROR` | 500 | response, job | An unexpected server fault. Nothing internal is disclosed. | Retry later with backoff where the operation is safe to repeat; quote `meta.request_id` (or the job id) when reporting it. |
+         *     | `SERVICE_UNAVAILABLE` | 503 | response | The server cannot serve the request right now (its database or rate-limit store is unreachable, or it is shutting down). | Retry after `Retry-After` seconds; nothing was done. |
+         *     | `STORAGE_FULL` | 507 | response, job | The server has no space left where the data would be written (the repository's disk or quota, or its database's disk). Nothing half-written stays visible. | Retry once the operator has freed space; earlier backups are unaffected. |
+         *     | `INTERRUPTED` | — | job | The server (or the instance running the job) stopped while the job ran. The repository stays consistent. | Start the job again. |
+         *     | `CORRUPT_DATA` | — | job | Stored data failed its integrity check (a restore met a damaged chunk, or a check found problems; the job names the affected backups and paths). | Restore from another backup; tell the operator, who can run a check on the repository. |
          * @example INVALID_SOURCE
          * @enum {string}
          */
@@ -822,7 +869,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description `UNAUTHORIZED`: no bearer token, or one that is malformed, badly signed or whose API key was revoked. `TOKEN_EXPIRED`: the token's 15 minutes are over; get a new one from `POST /auth/token` and retry. A request without a valid token is counted against the client address's failed-authentication limit (30 per hour), which the rate-limit headers then describe. */
+        /** @description `UNAUTHORIZED`: no bearer token, or one that is malformed, badly signed or whose API key was revoked. `TOKEN_EXPIRED`: the token's 15 minutes are over; get a new one from `POST /auth/token` and retry. A request without a valid token is counted against the client address's failed-authentication limit (that of `POST /auth/token`), which the rate-limit headers then describe. */
         Unauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];

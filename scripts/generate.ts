@@ -9,6 +9,7 @@ import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { apis, bundleApi, projectRoot, type Api, type OpenApiDocument } from './gen/apis.ts';
+import { errorCatalogueModule, rateLimitsModule, readCatalogue, readRateLimits, renderFacts } from './gen/facts.ts';
 import { handlerTable, handlerTypes } from './gen/handler-table.ts';
 import { finishOas30 } from './gen/oas30.ts';
 
@@ -28,6 +29,12 @@ so this note stands for them.
 - \`<api>.openapi-3.0.json\`: the bundle down-converted to OpenAPI 3.0 for Dredd
 - \`<api>-types.ts\`: openapi-typescript types (\`paths\`, \`components\`, \`operations\`)
 - \`<api>-handlers.ts\` + \`handler-types.ts\`: the typed handler table the server implements
+- \`error-catalogue.ts\`: every error code, its status, meaning and what to do (\`x-error-catalogue\`
+  of \`openapi/shared/schemas/ErrorCode.yaml\`), for the server, the SDK, the mock and the docs
+- \`rate-limits.ts\`: every operation's limit (\`x-rate-limit\`), for the server, the mock and the docs
+
+The bundles carry those facts rendered as tables (under the \`ErrorCode\` description, in each
+limited operation's description, at the rate-limit marker of \`info.description\`).
 
 ## The handler table
 
@@ -68,8 +75,14 @@ export async function generateAll(root: string): Promise<Map<string, string>> {
   files.set('.gitattributes', '* linguist-generated=true\n');
   files.set('handler-types.ts', handlerTypes(tsHeader('scripts/gen/handler-table.ts')));
   const bundles = await Promise.all(apis.map((api) => bundleApi(root, api)));
+  const [catalogue, ...others] = bundles.map(readCatalogue);
+  if (others.some((other) => JSON.stringify(other) !== JSON.stringify(catalogue))) throw new Error('the APIs carry different error catalogues');
+  files.set('error-catalogue.ts', errorCatalogueModule(catalogue!, tsHeader('openapi/shared/schemas/ErrorCode.yaml (x-error-catalogue)')));
+  const limits = apis.map((api, i) => ({ name: api.name, limits: readRateLimits(bundles[i]!) }));
+  files.set('rate-limits.ts', rateLimitsModule(limits, tsHeader('the x-rate-limit of every operation')));
   for (const [i, api] of apis.entries()) {
     const doc = bundles[i] as OpenApiDocument;
+    renderFacts(doc, catalogue!, limits[i]!.limits);
     await addApi(files, api, doc);
   }
   return new Map([...files].sort(([a], [b]) => a.localeCompare(b)));

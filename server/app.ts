@@ -27,7 +27,7 @@ import { routeGuard } from './http/route-guard.ts';
 import { JobQueue } from './jobs/queue.ts';
 import { repositoryLockKey, repositorySecret } from './jobs/repositories.ts';
 import { createJobRunner } from './jobs/runners.ts';
-import { AUTH_FAILURES, HOUR_MS, MINUTE_MS, planLimit, TOKEN_REQUESTS, TOOL_LIMITS } from './ratelimit/limits.ts';
+import { ACCOUNT_WINDOW_MS, AUTH_FAILURES, planLimit, TOKEN_REQUESTS, TOOL_LIMITS } from './ratelimit/limits.ts';
 import { openRateLimitStore } from './ratelimit/select.ts';
 import type { RateLimitStore } from './ratelimit/store.ts';
 import { loadOrCreateSecret } from './secrets.ts';
@@ -121,10 +121,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     name: 'account',
     key: (_req, res) => authOf(res).accountId,
     limit: (_req, res) => planLimit(authOf(res).plan),
-    windowMs: HOUR_MS,
+    windowMs: ACCOUNT_WINDOW_MS,
   });
-  const toolLimit = (name: string, limit: number): RequestHandler =>
-    rateLimit({ store: limits, name: `tools-${name}`, key: clientKey, limit, windowMs: MINUTE_MS });
+  const toolLimit = (name: string, limit: { limit: number; windowMs: number }): RequestHandler =>
+    rateLimit({ store: limits, name: `tools-${name}`, key: clientKey, ...limit });
 
   const context = (req: Request, res: Response): RequestContext => ({
     requestId: requestIdOf(res),
@@ -177,17 +177,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     const handler = backupHandlers[operationId as keyof typeof backupHandlers];
     app[op.method](backupBasePath + op.expressPath, ...chain, ...body(backupBasePath + op.path, op.method), ...validator, handlerRoute(handler, context));
   }
-  const toolLimits: Record<keyof typeof toolsOperations, number> = {
-    checkSite: TOOL_LIMITS.checkSite,
-    getIpInfo: TOOL_LIMITS.ipInfo,
-    subscribeNewsletter: TOOL_LIMITS.newsletter,
-    submitContact: TOOL_LIMITS.contacts,
-  };
   for (const [operationId, op] of Object.entries(toolsOperations)) {
     const id = operationId as keyof typeof toolsOperations;
     app[op.method](
       toolsBasePath + op.expressPath,
-      ...limited(toolLimit(id, toolLimits[id])),
+      ...limited(toolLimit(id, TOOL_LIMITS[id])),
       ...body(toolsBasePath + op.path, op.method),
       ...validator,
       handlerRoute(toolsHandlers[id], context),

@@ -1,37 +1,12 @@
 /**
- * The error catalogue shared by both APIs: every error code and the HTTP status it answers with.
- * Handlers and middleware throw ApiError; the error middleware turns it into the envelope.
+ * The error catalogue shared by both APIs (every code and the one HTTP status it answers with)
+ * is generated from the spec's x-error-catalogue. Handlers and middleware throw ApiError; the
+ * error middleware turns it into the envelope.
  */
-export const ERROR_STATUS = {
-  VALIDATION_ERROR: 400,
-  INVALID_JSON: 400,
-  UNAUTHORIZED: 401,
-  TOKEN_EXPIRED: 401,
-  INVALID_CREDENTIALS: 401,
-  SOURCE_NOT_ALLOWED: 403,
-  TARGET_NOT_ALLOWED: 403,
-  HTTPS_REQUIRED: 403,
-  NOT_FOUND: 404,
-  BACKUP_NOT_FOUND: 404,
-  RESTORE_NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  BACKUP_NOT_COMPLETED: 409,
-  JOB_FINISHED: 409,
-  JOB_NOT_FINISHED: 409,
-  PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  INVALID_SOURCE: 422,
-  INVALID_TARGET: 422,
-  URL_NOT_ALLOWED: 422,
-  DESTINATION_UNAVAILABLE: 422,
-  RATE_LIMITED: 429,
-  QUEUE_FULL: 429,
-  INTERNAL_ERROR: 500,
-  SERVICE_UNAVAILABLE: 503,
-  STORAGE_FULL: 507,
-} as const;
+import { ERROR_STATUS, type ResponseErrorCode } from '../../generated/error-catalogue.ts';
 
-export type ErrorCode = keyof typeof ERROR_STATUS;
+export { ERROR_STATUS };
+export type ErrorCode = ResponseErrorCode;
 
 export interface ValidationProblem {
   path: string;
