@@ -11,6 +11,7 @@ import { stringify } from 'yaml';
 import { apis, bundleApi, projectRoot, type Api, type OpenApiDocument } from './gen/apis.ts';
 import { errorCatalogueModule, rateLimitsModule, readCatalogue, readRateLimits, renderFacts } from './gen/facts.ts';
 import { handlerTable, handlerTypes } from './gen/handler-table.ts';
+import { mockOperationsModule } from './gen/mock-table.ts';
 import { finishOas30 } from './gen/oas30.ts';
 
 const COMMAND = '`npm run generate` (scripts/generate.ts)';
@@ -32,6 +33,8 @@ so this note stands for them.
 - \`error-catalogue.ts\`: every error code, its status, meaning and what to do (\`x-error-catalogue\`
   of \`openapi/shared/schemas/ErrorCode.yaml\`), for the server, the SDK, the mock and the docs
 - \`rate-limits.ts\`: every operation's limit (\`x-rate-limit\`), for the server, the mock and the docs
+- \`mock-operations.ts\`: every operation's route, security, request defaults and response examples,
+  for the mock server and the SDK's MSW handlers
 
 The bundles carry those facts rendered as tables (under the \`ErrorCode\` description, in each
 limited operation's description, at the rate-limit marker of \`info.description\`).
@@ -85,6 +88,7 @@ export async function generateAll(root: string): Promise<Map<string, string>> {
     renderFacts(doc, catalogue!, limits[i]!.limits);
     await addApi(files, api, doc);
   }
+  files.set('mock-operations.ts', mockOperationsModule(apis.map((api, i) => ({ name: api.name, doc: bundles[i]! })), tsHeader('both bundles')));
   return new Map([...files].sort(([a], [b]) => a.localeCompare(b)));
 }
 

@@ -1,6 +1,7 @@
 /** The typed Backup API client: openapi-fetch over the generated `paths`, with tokens, retries and timeouts. */
 import createClient, { type Client } from 'openapi-fetch';
-import type { paths } from '../generated/backup-types.ts';
+import type { paths } from '../../generated/backup-types.ts';
+import { backupOperations } from '../../generated/backup-handlers.ts';
 import { ApiClientError } from './errors.ts';
 import { createTokenSource } from './token.ts';
 import { createTransport, type FetchFunction, type RetryEvent } from './transport.ts';
@@ -28,8 +29,16 @@ export type BackupClient = Client<paths> & {
   currentToken(): string | undefined;
 };
 
-/** Operations without authentication (the spec's `security: []`). */
-export const PUBLIC_PATHS = ['/auth/token', '/status'];
+const templates = Object.values(backupOperations).map((op) => ({
+  method: op.method.toUpperCase(),
+  pattern: new RegExp(`^${op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+  secured: op.security.length > 0,
+}));
+
+/** Whether the spec asks for a bearer token on this operation (path relative to the API's base URL); unknown ones get one. */
+export function needsBearer(method: string, path: string): boolean {
+  return templates.find((t) => t.method === method.toUpperCase() && t.pattern.test(path))?.secured ?? true;
+}
 
 /** POSTs that are safe to repeat after a timeout or a dropped connection: a token request and a cancel. */
 export const SAFE_POSTS = [/\/auth\/token$/, /\/backup\/[^/]+\/cancel$/];
@@ -38,7 +47,7 @@ export function createBackupClient(options: BackupClientOptions): BackupClient {
   const base = new URL(options.baseUrl.replace(/\/+$/, '') + '/');
   const relative = (url: URL): string => '/' + url.pathname.slice(base.pathname.length);
   const tokens = createTokenSource({
-    needsToken: (url) => !PUBLIC_PATHS.includes(relative(url)),
+    needsToken: (url, method) => needsBearer(method, relative(url)),
     refreshMarginMs: options.refreshMarginMs,
     obtain: async () => {
       const { data } = await client.POST('/auth/token', { body: { api_key: options.apiKey, secret: options.secret } });

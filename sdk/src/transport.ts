@@ -19,7 +19,7 @@ export type FetchFunction = (request: Request) => Promise<Response>;
 
 /** Supplies bearer tokens; `tokenFor` answers undefined for operations without authentication. */
 export interface TokenProvider {
-  tokenFor(url: URL): Promise<string | undefined>;
+  tokenFor(url: URL, method: string): Promise<string | undefined>;
   /** Forget this token (the server said TOKEN_EXPIRED); the next tokenFor fetches a new one. */
   expire(token: string): void;
 }
@@ -97,7 +97,7 @@ export function createTransport(options: TransportOptions = {}): FetchFunction {
     for (;;) {
       const headers = new Headers(input.headers);
       headers.set('X-Request-Id', requestId);
-      const token = await options.auth?.tokenFor(url);
+      const token = await options.auth?.tokenFor(url, input.method);
       if (token !== undefined) headers.set('Authorization', `Bearer ${token}`);
       const timeout = AbortSignal.timeout(limitMs);
       const request = new Request(url, {

@@ -1,6 +1,6 @@
 /** The typed public tools client: openapi-fetch over the generated `paths`, with retries and timeouts, no auth. */
 import createClient, { type Client } from 'openapi-fetch';
-import type { paths } from '../generated/tools-types.ts';
+import type { paths } from '../../generated/tools-types.ts';
 import { createTransport, type FetchFunction, type RetryEvent } from './transport.ts';
 import type { RetryOptions } from './retry.ts';
 

@@ -1,7 +1,7 @@
 // The typed clients against the mock (npm run mock, here on ephemeral ports).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMock, type RunningMock } from '../mock/start.ts';
-import { createBackupClient, createToolsClient, type BackupClient } from './index.ts';
+import { startMock, type RunningMock } from '../../mock/start.ts';
+import { createBackupClient, createToolsClient, type BackupClient } from '../src/index.ts';
 import { createAndPoll, type BackupJob } from './examples/create-and-poll.ts';
 import { rejection } from './test-server.ts';
 

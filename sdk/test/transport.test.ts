@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTransport, type RetryEvent } from './transport.ts';
+import { createTransport, type RetryEvent } from '../src/transport.ts';
 import { errorEnvelope, rejection, sendJson, startScriptedServer, successEnvelope, type ScriptedServer } from './test-server.ts';
 
 let server: ScriptedServer | undefined;

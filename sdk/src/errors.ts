@@ -1,32 +1,17 @@
 /**
- * The one error type the client throws. HTTP errors carry the envelope's code, message and
+ * The one error type the SDK throws. HTTP errors carry the envelope's code, message and
  * details; failures without an HTTP answer use status 0 and a client-side code.
  */
 
-/** Codes of the contract's catalogue (the server may add more; treat unknown ones as generic). */
-export type ApiErrorCode =
-  | 'VALIDATION_ERROR'
-  | 'INVALID_JSON'
-  | 'UNAUTHORIZED'
-  | 'TOKEN_EXPIRED'
-  | 'INVALID_CREDENTIALS'
-  | 'SOURCE_NOT_ALLOWED'
-  | 'TARGET_NOT_ALLOWED'
-  | 'NOT_FOUND'
-  | 'BACKUP_NOT_FOUND'
-  | 'RESTORE_NOT_FOUND'
-  | 'METHOD_NOT_ALLOWED'
-  | 'BACKUP_NOT_COMPLETED'
-  | 'JOB_FINISHED'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'INVALID_SOURCE'
-  | 'INVALID_TARGET'
-  | 'URL_NOT_ALLOWED'
-  | 'DESTINATION_UNAVAILABLE'
-  | 'RATE_LIMITED'
-  | 'INTERNAL_ERROR'
-  | 'SERVICE_UNAVAILABLE';
+import type { ResponseErrorCode } from '../../generated/error-catalogue.ts';
+
+export { errorCatalogue, type ErrorCatalogueEntry, type JobErrorCode } from '../../generated/error-catalogue.ts';
+
+/**
+ * Codes of the contract's catalogue an error answer carries (generated from the spec; the server
+ * may add more in a minor version: act on the HTTP status of a code you do not know).
+ */
+export type ApiErrorCode = ResponseErrorCode;
 
 /**
  * Client-side codes, never sent by the server:

@@ -7,10 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp, type BackupServiceApp } from '../server/app.ts';
-import { loadConfig } from '../server/config.ts';
-import { ApiClientError, createBackupClient, createToolsClient, type BackupClient } from './index.ts';
-import { createAndPoll } from './examples/create-and-poll.ts';
+import { createApp, type BackupServiceApp } from '../../server/app.ts';
+import { loadConfig } from '../../server/config.ts';
+import { ApiClientError, createBackupClient, createToolsClient, startBackup, startRestore, type BackupClient } from '../src/index.ts';
 import { rejection, sendJson, startScriptedServer, type ScriptedServer } from './test-server.ts';
 
 const API_KEY = 'key_client_test';
@@ -55,8 +54,8 @@ afterAll(async () => {
 });
 
 describe('clients against the real server', () => {
-  it('backs up, lists and restores through the frontend example and the typed client', async () => {
-    const job = await createAndPoll(backup, { source: join(root, 'docs'), destination: 'local' }, { intervalMs: 100 });
+  it('backs up, lists and restores with the polling helpers and the typed client', async () => {
+    const job = await startBackup(backup, { source: join(root, 'docs'), destination: 'local' }, { intervalMs: 100 });
     expect(job.status).toBe('completed');
     expect(backup.currentToken()).toBeTruthy();
 
@@ -70,15 +69,13 @@ describe('clients against the real server', () => {
     const listed = await backup.GET('/backup', { params: { query: { limit: 5 } } });
     expect(listed.data!.data.items.map((j) => j.id)).toContain(job.id);
 
-    const restore = await backup.POST('/restore', {
-      body: { backup_id: job.id, target_path: join(root, 'restored') },
-      params: { header: { Prefer: 'wait=10' } },
-    });
-    let state = restore.data!.data;
-    for (let i = 0; i < 100 && !['completed', 'failed', 'cancelled'].includes(state.status); i += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      state = (await backup.GET('/restore/{id}', { params: { path: { id: state.id } } })).data!.data;
-    }
+    const seen: string[] = [];
+    const state = await startRestore(
+      backup,
+      { backup_id: job.id, target_path: join(root, 'restored') },
+      { intervalMs: 100, onUpdate: (r) => seen.push(r.status) },
+    );
+    expect(seen.at(-1)).toBe('completed');
     expect(state.status).toBe('completed');
     expect(await readFile(join(root, 'restored/nested/b.txt'), 'utf8')).toBe('bravo '.repeat(1000));
   });

@@ -2,7 +2,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
-import { ApiClientError } from './errors.ts';
+import { ApiClientError } from '../src/errors.ts';
 
 export interface SeenRequest {
   method: string;

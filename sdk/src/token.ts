@@ -11,7 +11,7 @@ export interface TokenSourceOptions {
   /** Asks the server for a new token (POST /auth/token). */
   obtain: () => Promise<IssuedToken>;
   /** Whether a request to this URL carries the token. */
-  needsToken: (url: URL) => boolean;
+  needsToken: (url: URL, method: string) => boolean;
   /** Renew this long before expiry, in ms (default 60 000, at most half the lifetime). */
   refreshMarginMs?: number;
   now?: () => number;
@@ -35,8 +35,8 @@ export function createTokenSource(options: TokenSourceOptions): TokenProvider & 
   }
 
   return {
-    async tokenFor(url) {
-      if (!options.needsToken(url)) return undefined;
+    async tokenFor(url, method) {
+      if (!options.needsToken(url, method)) return undefined;
       if (token !== undefined && now() < renewAt) return token;
       // Concurrent calls share one token request.
       pending ??= obtain().finally(() => {
