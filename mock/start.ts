@@ -1,31 +1,36 @@
 /**
- * Runs Prism in this process: the Backup API and the public tools API, each on its own port,
- * from the bundled documents in generated/, at the same paths as the real server.
+ * The mock: the Backup API and the public tools API, each on its own port, at the same paths
+ * as the real server, from the bundled documents in generated/. One state layer (shared with the
+ * SDK's MSW handlers) answers what a frontend builds screens for, Prism validates every request
+ * and answer and serves the examples of everything else.
  */
-import prismCore from '@stoplight/prism-core';
-import prismHttp from '@stoplight/prism-http';
-import prismServer from '@stoplight/prism-http-server';
-import { configureExtensionsUserProvided } from '@stoplight/prism-cli/dist/extensions.js';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { startFront } from './front.ts';
+import { createMockService, type MockService } from '../sdk/src/mock/service.ts';
+import type { MockOptions } from '../sdk/src/mock/types.ts';
+import type { ApiName } from '../sdk/src/mock/routes.ts';
+import { RESET_PATH, startFront } from './front.ts';
 import { mockDocument, serverBasePath, type MockableDocument } from './document.ts';
+import { prismExamples } from './prism-examples.ts';
+import { mockOperationTable } from '../scripts/gen/mock-table.ts';
+import type { OpenApiDocument } from '../scripts/gen/apis.ts';
 
-export type MockApi = 'backup' | 'tools';
+export type MockApi = ApiName;
+export { RESET_PATH };
 
-export interface MockOptions {
+export interface StartMockOptions extends MockOptions {
   /** Port of the Backup API mock (default 4010; 0 picks a free one). */
   backupPort?: number;
   /** Port of the public tools mock (default 4011; 0 picks a free one). */
   toolsPort?: number;
   host?: string;
-  /** Generate every answer from the schemas instead of the examples (like `prism mock --dynamic`). */
+  /** Generate every example answer from the schemas instead of the examples (like `prism mock --dynamic`). */
   dynamic?: boolean;
   /** Where the bundled documents are (default: generated/ of this project). */
   generatedDir?: string;
-  /** Receives Prism's log lines; omit to stay silent. */
+  /** Receives Prism's log lines and the mock's own warnings; omit to stay silent. */
   log?: (api: MockApi, level: string, message: string) => void;
 }
 
@@ -34,6 +39,12 @@ export interface RunningMock {
   backupUrl: string;
   /** Origin of the public tools API (its paths carry /api/...). */
   toolsUrl: string;
+  /** The state behind both APIs. */
+  service: MockService;
+  /** Forgets all state (as `POST /__mock/reset` does). */
+  reset(): void;
+  /** Answers that broke the spec so far (each also logged); a correct mock has none. */
+  violations: string[];
   close(): Promise<void>;
 }
 
@@ -46,7 +57,7 @@ export async function loadDocument(api: MockApi, generatedDir = DEFAULT_GENERATE
 }
 
 /** A pino destination that hands each line to `log` as (level, message). */
-function logStream(api: MockApi, log: MockOptions['log']): Writable {
+function logStream(api: MockApi, log: StartMockOptions['log']): Writable {
   return new Writable({
     write(chunk: Buffer, _encoding, done) {
       for (const line of chunk.toString('utf8').split('\n')) {
@@ -64,68 +75,54 @@ function logStream(api: MockApi, log: MockOptions['log']): Writable {
   });
 }
 
-async function startOne(
-  api: MockApi,
-  port: number,
-  options: MockOptions,
-): Promise<{ origin: string; basePath: string; close: () => Promise<void> }> {
-  const document = await loadDocument(api, options.generatedDir);
-  const mocked = mockDocument(document);
-  // Prism dereferences the document in place: give it its own copy.
-  const operations = await prismHttp.getHttpOperationsFromSpec(structuredClone(mocked));
-  // As `prism mock` does: x-json-schema-faker options, and no invented properties in dynamic answers.
-  await configureExtensionsUserProvided(structuredClone(mocked), { fillProperties: false });
-  const logger = prismCore.createLogger(
-    api.toUpperCase(),
-    { level: options.log ? 'info' : 'silent' },
-    logStream(api, options.log),
+export async function startMock(options: StartMockOptions = {}): Promise<RunningMock> {
+  const apis: MockApi[] = ['backup', 'tools'];
+  const documents = await Promise.all(apis.map((api) => loadDocument(api, options.generatedDir)));
+  const sources = await Promise.all(
+    apis.map(async (api, i) => {
+      const document = documents[i]!;
+      return prismExamples(mockDocument(document), {
+        name: api.toUpperCase(),
+        basePath: serverBasePath(document),
+        dynamic: options.dynamic,
+        ...(options.log ? { logStream: logStream(api, options.log) } : {}),
+      });
+    }),
   );
-  const server = prismServer.createServer(operations, {
-    cors: true,
-    components: { logger },
-    config: {
-      validateRequest: true,
-      validateResponse: true,
-      checkSecurity: true,
-      errors: false,
-      upstreamProxy: undefined,
-      isProxy: false,
-      mock: { dynamic: options.dynamic ?? false },
+  const violations: string[] = [];
+  const service = createMockService({
+    ...options,
+    // The operations of the documents served, so a document of another directory is mocked as it is.
+    apis: {
+      backup: mockOperationTable(documents[0] as unknown as OpenApiDocument),
+      tools: mockOperationTable(documents[1] as unknown as OpenApiDocument),
+    },
+    examples: {
+      validate: (req, route) => sources[apis.indexOf(req.api)]!.validate(req, route),
+      example: (req, route) => sources[apis.indexOf(req.api)]!.example(req, route),
+      check: (req, route, res) => sources[apis.indexOf(req.api)]!.check!(req, route, res),
+    },
+    onViolation: (req, res, problems) => {
+      const line = `${req.method} ${req.url.pathname} → ${res.status}: ${problems.join('; ')}`;
+      violations.push(line);
+      options.log?.(req.api, 'error', `answer breaks the spec: ${line}`);
     },
   });
-  // Prism listens on an internal loopback port; the front takes the public one.
-  const internal = new URL(await server.listen(0, '127.0.0.1'));
-  try {
-    const front = await startFront(mocked, { host: '127.0.0.1', port: Number(internal.port) }, {
-      host: options.host ?? '127.0.0.1',
-      port,
-    });
-    return {
-      origin: front.origin,
-      basePath: serverBasePath(document),
-      close: async () => {
-        await front.close();
-        await server.close();
-      },
-    };
-  } catch (error) {
-    await server.close();
-    throw error;
-  }
-}
-
-export async function startMock(options: MockOptions = {}): Promise<RunningMock> {
-  const backup = await startOne('backup', options.backupPort ?? 4010, options);
+  const host = options.host ?? '127.0.0.1';
+  const backup = await startFront('backup', service, { host, port: options.backupPort ?? 4010 });
   let tools;
   try {
-    tools = await startOne('tools', options.toolsPort ?? 4011, options);
+    tools = await startFront('tools', service, { host, port: options.toolsPort ?? 4011 });
   } catch (error) {
     await backup.close();
     throw error;
   }
   return {
-    backupUrl: backup.origin + backup.basePath,
-    toolsUrl: tools.origin + tools.basePath,
+    backupUrl: backup.origin + serverBasePath(documents[0]!),
+    toolsUrl: tools.origin,
+    service,
+    reset: () => service.reset(),
+    violations,
     close: async () => {
       await Promise.all([backup.close(), tools.close()]);
     },

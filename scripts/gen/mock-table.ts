@@ -4,6 +4,7 @@
 // SDK's MSW handlers share it, so an operation added to the spec is mocked by both from its
 // examples without a line of mock code.
 import type { OpenApiDocument } from './apis.ts';
+import { readRateLimits, type RateLimitFact } from './facts.ts';
 import { basePath } from './handler-table.ts';
 
 type Node = Record<string, unknown>;
@@ -19,6 +20,7 @@ export interface MockOperationRow {
   method: string;
   path: string;
   secured: boolean;
+  rateLimit: RateLimitFact | null;
   requestBody: { required: boolean; defaults: unknown; properties: string[] | null; requiredProperties: string[] } | null;
   query: string[];
   queryDefaults: Record<string, unknown>;
@@ -62,6 +64,7 @@ function requestBodyShape(doc: OpenApiDocument, body: Node, raw: unknown): NonNu
 
 export function mockOperationTable(doc: OpenApiDocument): { basePath: string; operations: Record<string, MockOperationRow> } {
   const globalSecurity = (doc.security as unknown[] | undefined) ?? [];
+  const limits = readRateLimits(doc);
   const operations: Record<string, MockOperationRow> = {};
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
     for (const method of METHODS) {
@@ -94,6 +97,7 @@ export function mockOperationTable(doc: OpenApiDocument): { basePath: string; op
         method,
         path,
         secured: ((op.security as unknown[] | undefined) ?? globalSecurity).length > 0,
+        rateLimit: limits.find((l) => l.method === method && l.path === path)?.limit ?? null,
         requestBody: isObject(media) ? requestBodyShape(doc, body as Node, media.schema) : null,
         query,
         queryDefaults,
@@ -107,6 +111,8 @@ export function mockOperationTable(doc: OpenApiDocument): { basePath: string; op
 export function mockOperationsModule(apis: { name: string; doc: OpenApiDocument }[], header: string): string {
   const table = Object.fromEntries(apis.map(({ name, doc }) => [name, mockOperationTable(doc)]));
   return `${header}
+import type { RateLimit } from './rate-limits.ts';
+
 export interface MockResponseShape {
   /** The response headers the spec declares. */
   readonly headers: readonly string[];
@@ -120,6 +126,8 @@ export interface MockOperation {
   readonly path: string;
   /** Whether a bearer token is required. */
   readonly secured: boolean;
+  /** Its x-rate-limit (null: not limited). */
+  readonly rateLimit: RateLimit | null;
   /**
    * The JSON request body: whether it is required, the value its schema's defaults add up to,
    * its top-level properties (null when others are allowed) and those it requires.
@@ -143,7 +151,9 @@ export interface MockApi {
   readonly operations: Readonly<Record<string, MockOperation>>;
 }
 
+export type MockApis = Readonly<Record<${apis.map((a) => `'${a.name}'`).join(' | ')}, MockApi>>;
+
 /** Every operation of both APIs, with its examples, for the mock server and the MSW handlers. */
-export const mockApis: Readonly<Record<${apis.map((a) => `'${a.name}'`).join(' | ')}, MockApi>> = ${JSON.stringify(table, null, 2)};
+export const mockApis: MockApis = ${JSON.stringify(table, null, 2)};
 `;
 }

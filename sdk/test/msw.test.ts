@@ -11,7 +11,7 @@ const server = setupServer(...mock.handlers);
 const API = 'http://localhost:8080/api/v1';
 const credentials = { apiKey: 'key_frontend_demo', secret: 'sk_frontend_demo_secret_0123456789' };
 
-beforeAll(() => server.listen({ onUnhandledRequest: 'error' }));
+beforeAll(() => server.listen({ onUnhandledFrame: 'error' }));
 afterEach(() => mock.reset());
 afterAll(() => server.close());
 
@@ -67,7 +67,7 @@ describe('MSW handlers', () => {
     expect(bare.status).toBe(401);
     expect(await bare.json()).toMatchObject({ success: false, error: { code: 'UNAUTHORIZED' } });
     const forged = await fetch(`${API}/backup`, { headers: { authorization: 'Bearer a.b.c' } });
-    expect((await forged.json()).error.code).toBe('UNAUTHORIZED');
+    expect(((await forged.json()) as { error: { code: string } }).error.code).toBe('UNAUTHORIZED');
 
     const ann = createBackupClient({ baseUrl: API, ...credentials });
     const bob = createBackupClient({ baseUrl: API, apiKey: 'key_bob', secret: 'bob-secret-0123456789' });
@@ -96,7 +96,7 @@ describe('MSW handlers', () => {
   it('still answers any example with Prefer, and validates bodies', async () => {
     const forced = await fetch(`${API}/backup/bkp_01M7W3SPMRMFAYEKW7NHTX8GH8`, { headers: { prefer: 'example=running' } });
     expect(forced.status).toBe(200);
-    expect((await forced.json()).data.status).toBe('running');
+    expect(((await forced.json()) as { data: { status: string } }).data.status).toBe('running');
     const limited = await fetch(`${API}/files`, { headers: { prefer: 'example=rate-limited' } });
     expect(limited.status).toBe(429);
     expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');

@@ -67,9 +67,3 @@ export function merge<T>(base: T, over: unknown): T {
   for (const [key, value] of Object.entries(over)) out[key] = merge(out[key], value);
   return out as T;
 }
-
-/** The `data` of an envelope example (the template new records are built from). */
-export function dataOf(example: unknown): Node {
-  const data = isObject(example) ? example.data : undefined;
-  return isObject(data) ? structuredClone(data) : {};
-}

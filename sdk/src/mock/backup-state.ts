@@ -2,9 +2,9 @@
  * The Backup API's state in the mock: tokens it minted, the jobs of each account and their file
  * listings. Handlers return undefined for what they leave to the examples.
  */
-import { MockApiError, dataOf, newId, successResponse, type MockResponse } from './answers.ts';
+import { MockApiError, newId, successResponse, type MockResponse } from './answers.ts';
 import { endOf, isFinal, presentJob, statusAt, timeline, type FileEntry, type JobKind, type MockJob } from './jobs.ts';
-import { operationOf, successExample } from './routes.ts';
+import type { Routes } from './routes.ts';
 import type { Handler, MockCall, MockOptions } from './types.ts';
 
 export interface Account {
@@ -53,9 +53,15 @@ export class BackupState {
   readonly #options: Required<Pick<MockOptions, 'jobSeconds' | 'tokenSeconds' | 'plan' | 'destinations'>> & MockOptions;
   readonly #tokens = new Map<string, IssuedToken>();
   readonly #jobs = new Map<string, MockJob>();
+  readonly #routes: Routes;
 
-  constructor(options: MockOptions) {
+  constructor(options: MockOptions, routes: Routes) {
     this.#options = { jobSeconds: 5, tokenSeconds: 900, plan: 'pro', destinations: ['cloud', 'local'], ...options };
+    this.#routes = routes;
+  }
+
+  #present(job: MockJob, now = Date.now()): Record<string, unknown> {
+    return presentJob(job, this.#routes.template('backup', job.kind === 'backup' ? 'getBackup' : 'getRestore'), now);
   }
 
   reset(): void {
@@ -94,8 +100,8 @@ export class BackupState {
     createToken: (call) => this.#createToken(call),
     createBackup: (call) => this.#createJob('backup', call),
     createRestore: (call) => this.#createJob('restore', call),
-    getBackup: (call) => successResponse(200, presentJob(this.#job('backup', call))),
-    getRestore: (call) => successResponse(200, presentJob(this.#job('restore', call))),
+    getBackup: (call) => successResponse(200, this.#present(this.#job('backup', call))),
+    getRestore: (call) => successResponse(200, this.#present(this.#job('restore', call))),
     cancelBackup: (call) => this.#cancel(call),
     listBackups: (call) => this.#listBackups(call),
     listFiles: (call) => this.#listFiles(call),
@@ -125,8 +131,7 @@ export class BackupState {
 
   /** The files a completed backup lists: the entries of the spec's file-list example. */
   #listing(): FileEntry[] {
-    const example = successExample(operationOf('backup', 'listFiles')!)?.value;
-    return structuredClone((dataOf(example).items as FileEntry[] | undefined) ?? []);
+    return (this.#routes.template('backup', 'listFiles').items as FileEntry[] | undefined) ?? [];
   }
 
   #completedBackup(call: MockCall, id: string): MockJob {
@@ -162,7 +167,7 @@ export class BackupState {
     this.#jobs.set(job.id, job);
     const wait = preferWait(call.prefer);
     if (wait !== null && wait > 0) await sleep(Math.min(endOf(job), Date.now() + wait * 1000) - Date.now());
-    return successResponse(202, presentJob(job), {
+    return successResponse(202, this.#present(job), {
       Location: `${call.basePath}/${kind}/${job.id}`,
       ...(wait !== null ? { 'Preference-Applied': `wait=${wait}` } : {}),
     });
@@ -174,7 +179,7 @@ export class BackupState {
     const status = statusAt(job, now);
     if (isFinal(status)) throw new MockApiError('JOB_FINISHED', `The backup already ended: it is ${status}.`, { status });
     job.cancelledAt = now;
-    return successResponse(202, presentJob(job, now));
+    return successResponse(202, this.#present(job, now));
   }
 
   #mine(kind: JobKind, account: string): MockJob[] {
@@ -186,7 +191,7 @@ export class BackupState {
     const status = call.query.get('status');
     const jobs = this.#mine('backup', call.account!.id).filter((j) => status === null || statusAt(j, Date.now()) === status);
     const { page, next } = paginate(jobs, call.query.get('cursor'), limit, (j) => j.id);
-    return successResponse(200, { items: page.map((j) => presentJob(j)), next_cursor: next });
+    return successResponse(200, { items: page.map((j) => this.#present(j)), next_cursor: next });
   }
 
   #listFiles(call: MockCall): MockResponse {

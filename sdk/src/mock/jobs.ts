@@ -4,8 +4,7 @@
  * can be cancelled. A job is shown by laying its state over the spec's example of that kind, so
  * fields the spec adds later are present too.
  */
-import { dataOf, merge } from './answers.ts';
-import { operationOf, successExample } from './routes.ts';
+import { merge } from './answers.ts';
 
 export type JobKind = 'backup' | 'restore';
 export type Status = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled';
@@ -60,8 +59,8 @@ export const endOf = (job: MockJob): number => job.cancelledAt ?? job.endAt;
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
-/** The job as the API shows it at `now`. */
-export function presentJob(job: MockJob, now = Date.now()): Record<string, unknown> {
+/** The job as the API shows it at `now`, laid over `template` (the spec's example of a job of its kind). */
+export function presentJob(job: MockJob, template: Record<string, unknown>, now = Date.now()): Record<string, unknown> {
   const status = statusAt(job, now);
   const started = status === 'queued' ? null : Math.min(job.startAt, job.cancelledAt ?? job.startAt);
   const finished = isFinal(status) ? endOf(job) : null;
@@ -86,7 +85,6 @@ export function presentJob(job: MockJob, now = Date.now()): Record<string, unkno
     finished_at: iso(finished),
     error: null,
   };
-  const template = dataOf(successExample(operationOf('backup', job.kind === 'backup' ? 'getBackup' : 'getRestore')!)?.value);
   const r = job.request;
   if (job.kind === 'backup') {
     const compressed = (r.options as { compression?: string } | undefined)?.compression !== 'none';

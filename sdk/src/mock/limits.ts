@@ -1,11 +1,9 @@
 /**
- * The mock's rate limits, from the spec's x-rate-limit (generated/rate-limits.ts): fixed windows
+ * The mock's rate limits, from each operation's x-rate-limit in the operation table: fixed windows
  * aligned to the clock, as the server counts them, so the headers of the mock and of the server
  * agree: Remaining counts down, Reset is the window's end in epoch seconds, and a 429 carries
  * Remaining 0 and Retry-After = the seconds left until Reset.
  */
-import { rateLimits, type RateLimit } from '../../../generated/rate-limits.ts';
-import type { ApiName } from './routes.ts';
 
 export interface LimitState {
   /** Names the counter (e.g. "account", "tools-checkSite"). */
@@ -59,11 +57,6 @@ export class Counters {
   clear(): void {
     this.#windows.clear();
   }
-}
-
-export function limitOf(api: ApiName, operationId: string): RateLimit | null {
-  const byOperation = rateLimits[api] as Record<string, RateLimit | null>;
-  return byOperation[operationId] ?? null;
 }
 
 /** Of several limits that apply, the headers describe the one with the fewest requests left (a refused one first). */

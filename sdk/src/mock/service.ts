@@ -7,12 +7,10 @@
  * or `dynamic=` skips the checks and answers that example. Every answer then gets the request id,
  * a fresh `meta`, and rate-limit headers that agree with the counters.
  */
-import { mockApis } from '../../../generated/mock-operations.ts';
-import { accountRateLimit } from '../../../generated/rate-limits.ts';
 import { MockApiError, errorResponse, merge, requestIdFor, type MockResponse } from './answers.ts';
 import { BackupState, type Account } from './backup-state.ts';
-import { binding, Counters, limitHeaders, limitOf, secondsUntilReset, type LimitState } from './limits.ts';
-import { matchRoute, type ApiName, type Route } from './routes.ts';
+import { binding, Counters, limitHeaders, secondsUntilReset, type LimitState } from './limits.ts';
+import { Routes, type ApiName, type MockApis, type Route } from './routes.ts';
 import { ToolsState } from './tools-state.ts';
 import type { Handler, MockCall, MockOptions } from './types.ts';
 
@@ -45,6 +43,8 @@ export interface ExampleSource {
 }
 
 export interface MockServiceOptions extends MockOptions {
+  /** The operations of both APIs (generated/mock-operations.ts, or built from the loaded documents). */
+  apis: MockApis;
   examples: ExampleSource;
   /** Called with every answer that breaks the spec (a bug of the mock). */
   onViolation?: (request: MockRequest, response: MockResponse, problems: string[]) => void;
@@ -60,13 +60,16 @@ export interface MockService {
 /** The server's request body limit. */
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
+/** `Prefer: example=`, `code=` or `dynamic=`: the caller wants the spec's example, not the state. */
+const forced = (req: MockRequest): boolean => /(?:^|[\s,;])(example|code|dynamic)=/.test(req.headers.get('prefer') ?? '');
 const isJsonType = (type: string | null): boolean => type !== null && /^application\/([\w.+-]*\+)?json\s*(;|$)/i.test(type);
 const isEnvelope = (body: unknown): body is { success: boolean; meta?: unknown } =>
   typeof body === 'object' && body !== null && typeof (body as { success?: unknown }).success === 'boolean';
 
 export function createMockService(options: MockServiceOptions): MockService {
-  const backup = new BackupState(options);
-  const tools = new ToolsState();
+  const routes = new Routes(options.apis);
+  const backup = new BackupState(options, routes);
+  const tools = new ToolsState(routes);
   const counters = new Counters();
   const startedAt = Date.now();
   const handlers: Record<ApiName, Record<string, Handler>> = { backup: { ...backup.handlers, getStatus: statusAnswer }, tools: tools.handlers };
@@ -83,18 +86,17 @@ export function createMockService(options: MockServiceOptions): MockService {
     return { ...example, body: { ...(example.body as object), data } };
   }
 
-  function accountLimit(account: Account): number {
-    const limits = accountRateLimit.limits as Record<string, number>;
-    return limits[account.plan] ?? limits.free_trial!;
-  }
-
   /** Counts the request against its limits (or only reads them, for a forced example). */
   function countLimits(req: MockRequest, route: Route, account: Account | undefined, count: boolean): LimitState[] {
-    const limit = limitOf(route.api, route.operationId);
+    const limit = route.op.rateLimit;
     if (!limit) return [];
     const windowMs = limit.windowSeconds * 1000;
     const take = count ? counters.hit.bind(counters) : counters.peek.bind(counters);
-    if (limit.scope === 'account') return [take('account', account?.id ?? '(none)', account ? accountLimit(account) : accountLimit({ id: '', plan: '' }), windowMs)];
+    if (limit.scope === 'account') {
+      // An unknown plan gets the smallest allowance (the server does the same).
+      const allowance = limit.limits?.[account?.plan ?? ''] ?? Math.min(...Object.values(limit.limits ?? {}));
+      return [take('account', account?.id ?? '(none)', allowance, windowMs)];
+    }
     const states = [take(`${route.api}-${route.operationId}`, req.clientAddress, limit.limit!, windowMs)];
     if (limit.failedLimit !== undefined) states.push(take('auth-failures', req.clientAddress, limit.failedLimit, windowMs));
     return states;
@@ -115,7 +117,7 @@ export function createMockService(options: MockServiceOptions): MockService {
 
   async function answer(req: MockRequest, route: Route, limits: LimitState[]): Promise<MockResponse> {
     const prefer = req.headers.get('prefer');
-    if (prefer !== null && /(?:^|[\s,;])(example|code|dynamic)=/.test(prefer)) {
+    if (forced(req)) {
       let account: Account | undefined;
       try {
         account = route.op.secured ? backup.authenticate(req.headers.get('authorization')) : undefined;
@@ -131,7 +133,7 @@ export function createMockService(options: MockServiceOptions): MockService {
         account = backup.authenticate(req.headers.get('authorization'));
       } catch (error) {
         // A request without a valid token counts as a failed authentication of the address.
-        const failures = limitOf('backup', 'createToken');
+        const failures = Object.values(options.apis.backup.operations).find((o) => o.rateLimit?.failedLimit !== undefined)?.rateLimit;
         if (failures?.failedLimit !== undefined) limits.push(counters.hit('auth-failures', req.clientAddress, failures.failedLimit, failures.windowSeconds * 1000));
         throw error;
       }
@@ -151,7 +153,7 @@ export function createMockService(options: MockServiceOptions): MockService {
     const call: MockCall = {
       route,
       request: req,
-      basePath: mockApis[route.api].basePath,
+      basePath: options.apis[route.api].basePath,
       query,
       body: route.op.requestBody?.defaults ? merge(route.op.requestBody.defaults, body) : body,
       prefer,
@@ -163,13 +165,15 @@ export function createMockService(options: MockServiceOptions): MockService {
 
   function finish(res: MockResponse, requestId: string, limits: LimitState[]): MockResponse {
     const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(res.headers)) if (!/^x-ratelimit-|^retry-after$|^x-request-id$/i.test(name)) headers[name] = value;
     const state = binding(limits);
+    // Rate-limit headers (and a 429's Retry-After) come from the counters, whatever the example says.
+    const ours = state ? /^x-ratelimit-|^x-request-id$/i : /^x-request-id$/i;
+    for (const [name, value] of Object.entries(res.headers)) {
+      if (!ours.test(name) && !(state && res.status === 429 && /^retry-after$/i.test(name))) headers[name] = value;
+    }
     if (state) {
       Object.assign(headers, limitHeaders(res.status === 429 ? { ...state, allowed: false } : state));
       if (res.status === 429) headers['Retry-After'] = String(secondsUntilReset(state));
-    } else if (res.headers['Retry-After'] !== undefined || res.headers['retry-after'] !== undefined) {
-      headers['Retry-After'] = res.headers['Retry-After'] ?? res.headers['retry-after']!;
     }
     headers['X-Request-Id'] = requestId;
     const body = isEnvelope(res.body) ? { ...res.body, meta: { request_id: requestId, timestamp: new Date().toISOString() } } : res.body;
@@ -185,7 +189,7 @@ export function createMockService(options: MockServiceOptions): MockService {
     },
     async handle(req) {
       const requestId = requestIdFor(req.headers.get('x-request-id'));
-      const route = matchRoute(req.api, req.method, req.url.pathname);
+      const route = routes.match(req.api, req.method, req.url.pathname);
       const limits: LimitState[] = [];
       let res: MockResponse;
       let failureCounted: LimitState | undefined;
@@ -206,7 +210,8 @@ export function createMockService(options: MockServiceOptions): MockService {
       // Only failed attempts stay counted against the address's failure allowance.
       if (failureCounted && res.status !== 401) counters.refund('auth-failures', req.clientAddress, failureCounted.resetAt);
       const finished = finish(res, requestId, limits);
-      if (route !== null && !('allow' in route) && options.examples.check) {
+      // Forced examples are the spec's own (Prism checked them as it made them).
+      if (route !== null && !('allow' in route) && !forced(req) && options.examples.check) {
         const problems = await options.examples.check(req, route, finished);
         if (problems.length > 0) options.onViolation?.(req, finished, problems);
       }

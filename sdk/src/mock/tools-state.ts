@@ -1,9 +1,7 @@
 /** The public tools' state in the mock: newsletter subscribers and contact messages. */
-import { dataOf, merge, newId, successResponse } from './answers.ts';
-import { operationOf, successExample } from './routes.ts';
+import { merge, newId, successResponse } from './answers.ts';
+import type { Routes } from './routes.ts';
 import type { Handler } from './types.ts';
-
-const template = (operationId: string): Record<string, unknown> => dataOf(successExample(operationOf('tools', operationId)!)?.value);
 
 /** Addresses are compared with the domain lower-cased, as the server stores them. */
 function normalEmail(email: string): string {
@@ -14,6 +12,11 @@ function normalEmail(email: string): string {
 export class ToolsState {
   readonly #subscribers = new Map<string, Record<string, unknown>>();
   readonly #messages: Record<string, unknown>[] = [];
+  readonly #routes: Routes;
+
+  constructor(routes: Routes) {
+    this.#routes = routes;
+  }
 
   reset(): void {
     this.#subscribers.clear();
@@ -31,12 +34,12 @@ export class ToolsState {
       const key = normalEmail(email);
       const existing = this.#subscribers.get(key);
       if (existing) return successResponse(200, existing);
-      const subscription = merge(template('subscribeNewsletter'), { email: key, source, subscribed_at: new Date().toISOString() });
+      const subscription = merge(this.#routes.template('tools', 'subscribeNewsletter'), { email: key, source, subscribed_at: new Date().toISOString() });
       this.#subscribers.set(key, subscription);
       return successResponse(201, subscription);
     },
     submitContact: (call) => {
-      const receipt = merge(template('submitContact'), { id: newId('msg'), type: call.route.params.type, received_at: new Date().toISOString() });
+      const receipt = merge(this.#routes.template('tools', 'submitContact'), { id: newId('msg'), type: call.route.params.type, received_at: new Date().toISOString() });
       this.#messages.push({ ...(call.body as object), ...receipt });
       return successResponse(201, receipt);
     },

@@ -39,7 +39,7 @@ export interface MockHandlers {
 const METHODS = { get: http.get, post: http.post, put: http.put, patch: http.patch, delete: http.delete } as const;
 
 export function createMockHandlers(options: MockHandlersOptions = {}): MockHandlers {
-  const service = createMockService({ ...options, examples: tableExamples });
+  const service = createMockService({ ...options, apis: mockApis, examples: tableExamples });
   const urls: Record<ApiName, string> = {
     backup: options.backupUrl ?? `http://localhost:8080${mockApis.backup.basePath}`,
     tools: options.toolsUrl ?? 'http://localhost:8080',
