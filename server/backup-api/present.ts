@@ -68,6 +68,6 @@ export function presentFile(f: FileRecord): Schemas['FileEntry'] {
     mode: octalMode(f.mode),
     modified_at: f.modifiedAt,
     sha256: f.type === 'file' ? f.sha256 : null,
-    ...(f.type === 'symlink' ? { link_target: f.linkTarget } : {}),
+    link_target: f.type === 'symlink' ? f.linkTarget : null,
   };
 }

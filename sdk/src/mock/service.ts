@@ -146,7 +146,11 @@ export function createMockService(options: MockServiceOptions): MockService {
       throw new MockApiError('RATE_LIMITED', message, {}, { 'Retry-After': String(retryAfter) });
     }
     const body = parseBody(req);
-    const problems = await options.examples.validate(req, route);
+    // Unknown query parameters are refused as the server refuses them (Prism lets them pass).
+    const problems = [...new Set(req.url.searchParams.keys())]
+      .filter((name) => !route.op.query.includes(name))
+      .map((name) => ({ path: `/query/${name}`, message: 'is not a parameter of this operation' }));
+    problems.push(...(await options.examples.validate(req, route)));
     if (problems.length > 0) throw new MockApiError('VALIDATION_ERROR', 'The request is not valid.', { errors: problems });
     const query = new URLSearchParams(req.url.search);
     for (const [name, value] of Object.entries(route.op.queryDefaults)) if (!query.has(name)) query.set(name, String(value));

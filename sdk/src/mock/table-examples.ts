@@ -1,8 +1,8 @@
 /**
  * Answers from the generated operation table alone, without a schema validator: what the MSW
- * handlers run on in a browser or a test. Requests are checked for the body's presence, its
- * required and unknown top-level properties and unknown query parameters; the SDK's types check
- * the rest before a request is sent.
+ * handlers run on in a browser or a test. Requests are checked for the body's presence and its
+ * required and unknown top-level properties; the SDK's types check the rest before a request is
+ * sent.
  */
 import { chosenExample, type Route } from './routes.ts';
 import type { ExampleSource, MockRequest, Problem } from './service.ts';
@@ -12,9 +12,6 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export const tableExamples: ExampleSource = {
   async validate(request: MockRequest, route: Route): Promise<Problem[]> {
     const problems: Problem[] = [];
-    for (const name of new URLSearchParams(request.url.search).keys()) {
-      if (!route.op.query.includes(name)) problems.push({ path: `/query/${name}`, message: 'is not a known parameter' });
-    }
     const shape = route.op.requestBody;
     if (!shape) return problems;
     if (request.body === undefined || request.bodyBytes === 0) {
