@@ -12,6 +12,7 @@ import { backupHandlers } from './backup-api/index.ts';
 import type { Config } from './config.ts';
 import type { RequestContext, Services } from './context.ts';
 import { clientAddress, clientKey } from './http/client-address.ts';
+import { cors } from './http/cors.ts';
 import { ApiError } from './http/errors.ts';
 import { errorHandler } from './http/error-handler.ts';
 import { jsonBody } from './http/json-body.ts';
@@ -142,6 +143,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   app.set('strict routing', true);
   app.set('etag', false);
 
+  app.use(cors(config.corsOrigins));
   app.use(requestId());
   app.use(requestLogger(logger));
   app.use(httpsPolicy());

@@ -1,5 +1,6 @@
 import { homedir } from 'node:os';
 import { delimiter, isAbsolute, resolve } from 'node:path';
+import { parseCorsOrigins, type CorsOrigins } from './cors-origins.ts';
 import { parseTrustProxy, type TrustProxySetting } from './http/client-address.ts';
 import { parseRedisUrl } from './ratelimit/select.ts';
 import { tlsFilesFromEnv, type TlsFiles } from './tls/certificate.ts';
@@ -39,6 +40,8 @@ export interface Config {
   redisUrl: string | undefined;
   /** TLS_CERT_FILE + TLS_KEY_FILE: serve HTTPS with this pair (checked to load at start); null = plain HTTP. */
   tls: TlsFiles | null;
+  /** CORS_ORIGINS: origins whose browser pages may call the APIs ("*" for any); none by default. */
+  corsOrigins: CorsOrigins;
 }
 
 export class ConfigError extends Error {
@@ -132,6 +135,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     shutdownTimeoutMs: parseInt10('SHUTDOWN_TIMEOUT_MS', env.SHUTDOWN_TIMEOUT_MS, 10_000, 0, 600_000),
     redisUrl: setting(() => parseRedisUrl(env.REDIS_URL)),
     tls: setting(() => tlsFilesFromEnv(env, cwd)),
+    corsOrigins: setting(() => parseCorsOrigins(env.CORS_ORIGINS)),
   };
   setting(() => assertPlainHttpOnLoopback(config));
   return config;
