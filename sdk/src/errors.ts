@@ -3,9 +3,14 @@
  * details; failures without an HTTP answer use status 0 and a client-side code.
  */
 
-import type { ResponseErrorCode } from '../../generated/error-catalogue.ts';
+import { errorCatalogue, type ErrorCatalogueEntry, type ResponseErrorCode } from '../../generated/error-catalogue.ts';
 
 export { errorCatalogue, type ErrorCatalogueEntry, type JobErrorCode } from '../../generated/error-catalogue.ts';
+
+/** What the catalogue says of a code (status, meaning, what to do); undefined for a code it does not know. */
+export function errorInfo(code: string): ErrorCatalogueEntry | undefined {
+  return Object.hasOwn(errorCatalogue, code) ? (errorCatalogue as Record<string, ErrorCatalogueEntry>)[code] : undefined;
+}
 
 /**
  * Codes of the contract's catalogue an error answer carries (generated from the spec; the server

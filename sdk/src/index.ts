@@ -3,6 +3,7 @@ export { createToolsClient, type ToolsClient, type ToolsClientOptions, type Tool
 export {
   ApiClientError,
   errorCatalogue,
+  errorInfo,
   isApiClientError,
   type ApiErrorCode,
   type ClientErrorCode,
