@@ -9,6 +9,7 @@ import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { apis, bundleApi, projectRoot, type Api, type OpenApiDocument } from './gen/apis.ts';
+import { addCodeSamples } from './gen/code-samples.ts';
 import { errorCatalogueModule, rateLimitsModule, readCatalogue, readRateLimits, renderFacts } from './gen/facts.ts';
 import { handlerTable, handlerTypes } from './gen/handler-table.ts';
 import { mockOperationsModule } from './gen/mock-table.ts';
@@ -36,7 +37,8 @@ so this note stands for them.
 - \`mock-operations.ts\`: every operation's route, security, request defaults and response examples,
   for the mock server and the SDK's MSW handlers
 
-The bundles carry those facts rendered as tables (under the \`ErrorCode\` description, in each
+Every operation of the bundles carries \`x-codeSamples\` (curl and the TypeScript SDK) built from
+its examples. The bundles also carry those facts rendered as tables (under the \`ErrorCode\` description, in each
 limited operation's description, at the rate-limit marker of \`info.description\`).
 
 ## The handler table
@@ -86,6 +88,7 @@ export async function generateAll(root: string): Promise<Map<string, string>> {
   for (const [i, api] of apis.entries()) {
     const doc = bundles[i] as OpenApiDocument;
     renderFacts(doc, catalogue!, limits[i]!.limits);
+    addCodeSamples(doc, api.name);
     await addApi(files, api, doc);
   }
   files.set('mock-operations.ts', mockOperationsModule(apis.map((api, i) => ({ name: api.name, doc: bundles[i]! })), tsHeader('both bundles')));
