@@ -106,3 +106,44 @@ describe('diffDocuments', () => {
     expect(status.breaking.map((b) => b.ruleId)).toContain('enum-values-added');
   });
 });
+
+describe('api-diff <base> <head> (the command for any repository)', () => {
+  function apiDiff(args: string[], via: 'npx' | 'node' = 'node'): Promise<{ code: number; out: string }> {
+    const command = via === 'npx' ? 'npx' : process.execPath;
+    const prefix = via === 'npx' ? ['--no-install', 'api-diff'] : [join(projectRoot, 'scripts/api-diff.ts')];
+    return new Promise((done) => {
+      execFile(command, [...prefix, ...args], { cwd: projectRoot }, (err, stdout, stderr) => done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }));
+    });
+  }
+
+  async function write(name: string, change: (doc: OpenApiDocument) => void): Promise<string> {
+    const doc = structuredClone(released);
+    change(doc);
+    const file = join(tmp, `${name}.json`);
+    await writeFile(file, JSON.stringify(doc, null, 2));
+    return file;
+  }
+
+  it('exits 1 on a breaking pair and says what breaks, fit for a pull-request comment', async () => {
+    const head = await write('pr-breaking', (doc) => {
+      delete doc.paths['/backup/{id}/cancel'];
+    });
+    const result = await apiDiff([baseline, head, '--format', 'markdown'], 'npx');
+    expect(result.code).toBe(1);
+    expect(result.out).toMatch(/^### Backup API: 1\.0\.0 → 1\.0\.0 — ❌ \d+ breaking change/m);
+    expect(result.out).toContain('**Breaking** (need a new major version):\n\n- `/backup/{id}/cancel`: Path `/backup/{id}/cancel` was removed. (path-removed)');
+  });
+
+  it('exits 0 on a compatible pair and lists what was added', async () => {
+    const head = await write('pr-compatible', (doc) => {
+      createBackupBody(doc).properties.label = { type: 'string', maxLength: 100, description: 'A name for the backup.' };
+      doc.info.version = '1.1.0';
+    });
+    const markdown = await apiDiff([baseline, head, '--format', 'markdown']);
+    expect(markdown.code).toBe(0);
+    expect(markdown.out).toMatch(/1\.0\.0 → 1\.1\.0 — ✅ no breaking change \(a minor release\)/);
+    expect(markdown.out).toMatch(/\*\*Added\*\*:\n\n- `schema CreateBackupRequest › properties › label`: added/);
+    const text = await apiDiff([baseline, head]);
+    expect(text).toEqual({ code: 0, out: 'Backup API: 1.0.0 → 1.1.0, changes need a minor release: ok\n' });
+  });
+});

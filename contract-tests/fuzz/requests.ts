@@ -6,20 +6,29 @@
  *
  * check-site URLs are drawn from loopback and refused-before-dialling addresses only (see
  * localUrlArb), so nothing the server dials leaves the host.
+ *
+ * Against the project's own server the environment names fixtures (a source tree, completed
+ * backups, credentials) so requests get past validation into the handlers; against any other
+ * deployment (contract-check) only the schemas and the token are used.
  */
 import fc from 'fast-check';
 import { deref, type ApiDoc, type Json, type Operation } from '../lib/spec.ts';
-import { CREDENTIALS } from '../lib/stack.ts';
 import { nastyStringArb, valueArb, wrongTypeArb, type Overrides } from './arbitrary.ts';
 
 export interface FuzzEnv {
-  token: string;
-  source: string;
-  allowedRoot: string;
-  backupIds: string[];
-  restoreIds: string[];
+  /** Bearer token for the operations the spec secures (none: they are sent without). */
+  token?: string;
+  /** A source tree inside the allowed root, and that root (the project's server only). */
+  source?: string;
+  allowedRoot?: string;
+  backupIds?: string[];
+  restoreIds?: string[];
   /** Port of the loopback website check-site may reach. */
-  sitePort: number;
+  sitePort?: number;
+  /** Credentials the token requests may use. */
+  credentials?: { apiKey: string; secret: string };
+  /** Give each request its own X-Forwarded-For address (for a server that trusts the loopback proxy). */
+  spreadClients?: boolean;
 }
 
 export interface FuzzRequest {
@@ -42,19 +51,17 @@ interface Parts {
   rawBody?: string | Buffer;
 }
 
-const PUBLIC_BACKUP_OPS = new Set(['createToken', 'getStatus']);
-
 /**
  * URLs check-site may be asked about without anything leaving the host: loopback (closed
  * ports, or the loopback website), and addresses the policy refuses before dialling
  * (link-local, multicast, broadcast, unspecified), in several spellings, plus bad schemes.
  */
-function localUrlArb(sitePort: number) {
+function localUrlArb(sitePort?: number) {
   return fc
     .tuple(
       fc.constantFrom('http', 'https', 'ftp', 'file', 'javascript', 'gopher', ''),
       fc.constantFrom('127.0.0.1', '169.254.169.254', '0.0.0.0', '224.0.0.1', '255.255.255.255', '[::1]', '[::ffff:127.0.0.1]', '[fe80::1]', '[::ffff:169.254.169.254]', 'localhost', '127.1', '2130706433', '0x7f000001'),
-      fc.constantFrom(undefined, 0, 1, 65535, 65536, 70000, sitePort),
+      fc.constantFrom(undefined, 0, 1, 65535, 65536, 70000, ...(sitePort === undefined ? [] : [sitePort])),
       fc.string({ maxLength: 20 }).map((p) => encodeURIComponent(p)),
     )
     .map(([scheme, host, port, path]) => `${scheme ? scheme + '://' : ''}${host}${port === undefined ? '' : ':' + port}/${path}`);
@@ -67,23 +74,28 @@ const headerSafe = (v: unknown): string => String(v).replace(/[^\t\x20-\x7e]/g, 
 
 function overridesFor(env: FuzzEnv, doc: Json): Overrides {
   const schemaOf = (name: string): Json => doc.components?.schemas?.[name] ?? { type: 'string' };
-  const ids = (list: string[], schema: string) => (list.length ? fc.oneof(fc.constantFrom(...list), valueArb(doc, schemaOf(schema))) : valueArb(doc, schemaOf(schema)));
-  return {
-    source: fc.oneof(
+  const ids = (list: string[] = [], schema: string) => (list.length ? fc.oneof(fc.constantFrom(...list), valueArb(doc, schemaOf(schema))) : valueArb(doc, schemaOf(schema)));
+  const fixtures: Overrides = {};
+  if (env.source && env.allowedRoot) {
+    fixtures.source = fc.oneof(
       fc.constantFrom(env.source, `${env.source}/docs`, `${env.source}/hello.txt`, `${env.source}/docs/../hello.txt`, `${env.allowedRoot}/missing`, '/etc', `${env.source}/../../../../etc`),
       valueArb(doc, schemaOf('AbsolutePath')),
-    ),
-    target_path: fc.oneof(
+    );
+    fixtures.target_path = fc.oneof(
       fc.stringMatching(/^[a-z0-9]{1,12}$/).map((s) => `${env.allowedRoot}/fuzz-restore/${s}`),
       fc.constantFrom(`${env.source}/hello.txt`, '/etc/fuzz', '/'),
       valueArb(doc, schemaOf('AbsolutePath')),
-    ),
+    );
+    fixtures.paths = fc.oneof(fc.constant(['docs']), fc.constant(['hello.txt', 'docs/readme.md']), fc.array(valueArb(doc, schemaOf('RelativePath')), { minLength: 1, maxLength: 3 }));
+  }
+  const known = (value: string | undefined, other: fc.Arbitrary<string>) => (value === undefined ? other : fc.oneof(fc.constant(value), other));
+  return {
+    ...fixtures,
     backup_id: ids(env.backupIds, 'BackupId'),
-    paths: fc.oneof(fc.constant(['docs']), fc.constant(['hello.txt', 'docs/readme.md']), fc.array(valueArb(doc, schemaOf('RelativePath')), { minLength: 1, maxLength: 3 })),
     destination: fc.oneof(fc.constantFrom('local', 'cloud'), valueArb(doc, schemaOf('Destination'))),
     url: localUrlArb(env.sitePort),
-    api_key: fc.oneof(fc.constant(CREDENTIALS.apiKey), fc.stringMatching(/^key_[A-Za-z0-9_-]{1,30}$/)),
-    secret: fc.oneof(fc.constant(CREDENTIALS.secret), fc.string({ minLength: 16, maxLength: 40 })),
+    api_key: known(env.credentials?.apiKey, fc.stringMatching(/^key_[A-Za-z0-9_-]{1,30}$/)),
+    secret: known(env.credentials?.secret, fc.string({ minLength: 16, maxLength: 40 })),
     // Long waits would only slow the run down.
     Prefer: fc.constantFrom('wait=0', 'wait=1', 'respond-async', 'wait=abc', 'wait=-5', 'handling=strict', 'wait=1, respond-async'),
     'X-Request-Id': fc.oneof(fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/), nastyStringArb.map(headerSafe)),
@@ -105,7 +117,7 @@ function partsArb(api: ApiDoc, op: Operation, env: FuzzEnv): fc.Arbitrary<Parts>
   const idOverride: Record<string, fc.Arbitrary<unknown>> = {
     getBackup: o['backup_id']!,
     cancelBackup: o['backup_id']!,
-    getRestore: env.restoreIds.length ? fc.oneof(fc.constantFrom(...env.restoreIds), valueArb(api.doc, api.doc.components?.schemas?.['RestoreId'] ?? {})) : fc.string(),
+    ...(env.restoreIds?.length ? { getRestore: fc.oneof(fc.constantFrom(...env.restoreIds), valueArb(api.doc, api.doc.components?.schemas?.['RestoreId'] ?? {})) } : {}),
   };
   const path: Record<string, fc.Arbitrary<unknown>> = {};
   const query: Record<string, fc.Arbitrary<unknown>> = {};
@@ -254,7 +266,12 @@ const MUTATIONS: Mutation[] = [
   },
 ];
 
-function build(api: ApiDoc, op: Operation, env: FuzzEnv, parts: Parts, kind: string, from: string, expectCode?: string): FuzzRequest {
+/** Whether the spec asks for a bearer token on the operation. */
+export function secured(api: ApiDoc, op: Operation): boolean {
+  return ((op.op.security ?? api.doc.security ?? []) as unknown[]).length > 0;
+}
+
+function build(api: ApiDoc, op: Operation, env: FuzzEnv, parts: Parts, kind: string, from: string | undefined, expectCode?: string): FuzzRequest {
   let path = api.basePath + op.path;
   // Capped so the request head stays under Node's 16 KiB limit (see headerSafe).
   for (const [name, value] of Object.entries(parts.path)) path = path.replace(`{${name}}`, encodeURIComponent(String(value).slice(0, 1500)));
@@ -263,8 +280,8 @@ function build(api: ApiDoc, op: Operation, env: FuzzEnv, parts: Parts, kind: str
     for (const v of Array.isArray(value) ? value : [value]) search.append(name, (typeof v === 'string' ? v : JSON.stringify(v)).slice(0, 2000));
   }
   const qs = search.toString();
-  const headers: Record<string, string> = { Accept: 'application/json', 'X-Forwarded-For': from };
-  if (api.api === 'backup' && !PUBLIC_BACKUP_OPS.has(op.operationId)) headers['Authorization'] = `Bearer ${env.token}`;
+  const headers: Record<string, string> = { Accept: 'application/json', ...(from ? { 'X-Forwarded-For': from } : {}) };
+  if (secured(api, op) && env.token) headers['Authorization'] = `Bearer ${env.token}`;
   let body: string | Buffer | undefined;
   if (parts.rawBody !== undefined) body = parts.rawBody;
   else if (parts.body !== undefined) body = JSON.stringify(parts.body);
@@ -287,12 +304,13 @@ function nextClient(): string {
 export function sampleRequests(api: ApiDoc, op: Operation, env: FuzzEnv, runs: number, seed: number): FuzzRequest[] {
   const base = partsArb(api, op, env);
   const mutations = MUTATIONS.filter((m) => m.applies(api, op));
-  const valid = fc.sample(base, { numRuns: Math.ceil(runs / 2), seed }).map((p) => build(api, op, env, p, 'generated', nextClient()));
+  const client = (): string | undefined => (env.spreadClients === false ? undefined : nextClient());
+  const valid = fc.sample(base, { numRuns: Math.ceil(runs / 2), seed }).map((p) => build(api, op, env, p, 'generated', client()));
   const mutated = fc
     .sample(
       fc.tuple(base, fc.constantFrom(...mutations).chain((m) => m.arb(api, op).map((f) => ({ name: m.name, f, expectCode: m.expectCode })))),
       { numRuns: Math.floor(runs / 2), seed: seed + 1 },
     )
-    .map(([p, m]) => build(api, op, env, m.f(p), m.name, nextClient(), m.expectCode));
+    .map(([p, m]) => build(api, op, env, m.f(p), m.name, client(), m.expectCode));
   return [...valid, ...mutated];
 }

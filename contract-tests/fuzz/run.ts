@@ -10,21 +10,11 @@
  */
 import type { CheckResult, Context } from '../lib/check.ts';
 import { send } from '../lib/http.ts';
+import { probe } from '../lib/probe.ts';
 import { Session, type Exchange } from '../lib/session.ts';
 import { CREDENTIALS, type ServerHandle } from '../lib/stack.ts';
 import { backupFlows, toolsFlows } from '../prism/flows.ts';
-import { matchOperation, type ApiDoc, type Json } from '../lib/spec.ts';
-import { sampleRequests, type FuzzEnv, type FuzzRequest } from './requests.ts';
-
-/** The catalogue: each error code and the one status it comes with (the document's x-error-catalogue). */
-function catalogue(apis: ApiDoc[]): Map<string, number> {
-  const map = new Map<string, number>();
-  for (const api of apis) {
-    const entries: Record<string, { status?: number }> = api.doc.components?.schemas?.['ErrorCode']?.['x-error-catalogue'] ?? {};
-    for (const [code, entry] of Object.entries(entries)) if (entry.status !== undefined) map.set(code, entry.status);
-  }
-  return map;
-}
+import { sampleRequests, type FuzzEnv } from './requests.ts';
 
 export interface FuzzOptions {
   runs?: number;
@@ -37,7 +27,6 @@ export async function fuzzCheck(ctx: Context, server: ServerHandle, name = 'fuzz
   const runs = options.runs ?? Number(process.env.CONTRACT_FUZZ_RUNS ?? 100);
   const seedEnv = process.env.CONTRACT_FUZZ_SEED;
   const seed = options.seed ?? (seedEnv === 'random' ? Date.now() % 2 ** 31 : Number(seedEnv ?? 20261121));
-  const codes = catalogue(ctx.apis);
   const failures = new Map<string, string>();
   const fail = (key: string, detail: string) => {
     if (!failures.has(key)) failures.set(key, detail);
@@ -56,53 +45,31 @@ export async function fuzzCheck(ctx: Context, server: ServerHandle, name = 'fuzz
   const restore = await setup.call('backup', 'POST', '/restore', { body: { backup_id: backupIds[0], target_path: `${server.allowedRoot}/fuzz-fixture` }, expect: 202 });
   const restoreIds = [String(Session.data(restore)?.['id'])];
   if (setup.failures.length) return { name, ok: false, summary: 'fixture setup failed', failures: setup.failures };
-  const env: FuzzEnv = { token: setup.token ?? '', source: server.source, allowedRoot: server.allowedRoot, backupIds, restoreIds, sitePort: Number(new URL(ctx.siteOrigin).port) };
+  const env: FuzzEnv = {
+    token: setup.token ?? '',
+    source: server.source,
+    allowedRoot: server.allowedRoot,
+    backupIds,
+    restoreIds,
+    sitePort: Number(new URL(ctx.siteOrigin).port),
+    credentials: CREDENTIALS,
+  };
 
   let sent = 0;
   const statuses = new Map<number, number>();
   for (const api of ctx.apis) {
+    const work = [];
     for (const op of api.operations) {
-      let requests: FuzzRequest[];
       try {
-        requests = sampleRequests(api, op, env, runs, seed);
+        work.push({ op, requests: sampleRequests(api, op, env, runs, seed) });
       } catch (err) {
         fail(`${op.operationId} generator`, `cannot build requests: ${(err as Error).message}`);
-        continue;
-      }
-      for (const req of requests) {
-        const where = `${op.operationId} [${req.kind}] ${req.method} ${req.path.slice(0, 120)}`;
-        let res;
-        try {
-          res = await send({ method: req.method, url: server.origin + req.path, headers: req.headers, body: req.body, timeoutMs: 35_000 });
-        } catch (err) {
-          fail(`${op.operationId} ${req.kind} transport`, `${where}: no answer (${(err as Error).message})`);
-          continue;
-        }
-        sent++;
-        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        const sample = `${where} body=${String(req.body ?? '').slice(0, 160)} headers=${JSON.stringify(req.headers).slice(0, 200)} → ${res.status} ${res.text.slice(0, 200)}`;
-        if (res.status >= 500) {
-          fail(`${op.operationId} ${req.kind} ${res.status}`, `5xx: ${sample}`);
-          continue;
-        }
-        if (res.status >= 400) {
-          const body = res.json as { success?: unknown; error?: { code?: unknown } } | undefined;
-          const code = typeof body?.error?.code === 'string' ? body.error.code : undefined;
-          if (body?.success !== false || !code) fail(`${op.operationId} ${res.status} envelope`, `4xx without the error envelope: ${sample}`);
-          else if (!codes.has(code)) fail(`${op.operationId} code ${code}`, `code not in the catalogue: ${sample}`);
-          else if (codes.get(code) !== res.status) fail(`${op.operationId} code ${code} ${res.status}`, `${code} is ${codes.get(code)} in the catalogue, answered ${res.status}: ${sample}`);
-        }
-        const code = (res.json as { error?: { code?: unknown } } | undefined)?.error?.code;
-        if (req.expectCode && code !== req.expectCode) fail(`${op.operationId} ${req.kind} expects ${req.expectCode}`, `expected ${req.expectCode}, got ${res.status} ${String(code)}: ${sample}`);
-        const matched = matchOperation([api], req.method, req.path) ?? op;
-        const verdict = ctx.validator.check(matched, res.status, res.headers, res.json, res.text);
-        if (!verdict.ok) {
-          fail(`${matched.operationId} ${res.status} ${verdict.problems[0]?.replace(/\d+/g, 'N')}`, `${verdict.problems.join('; ')}: ${sample}`);
-        } else if (verdict.key) {
-          ctx.coverage.add(name, matched.operationId, verdict.key);
-        }
       }
     }
+    const probed = await probe({ apis: ctx.apis, validator: ctx.validator, coverage: ctx.coverage, name }, api, server.origin + api.basePath, work);
+    sent += probed.sent;
+    for (const [status, n] of probed.statuses) statuses.set(status, (statuses.get(status) ?? 0) + n);
+    for (const [key, detail] of probed.failures) fail(key, detail);
   }
 
   // Nothing the fuzzer sent may have broken the server: the normal flows must still pass.

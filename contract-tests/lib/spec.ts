@@ -13,7 +13,8 @@ const require = createRequire(import.meta.url);
 const Ajv2020 = require('ajv/dist/2020').default as typeof import('ajv').default;
 const addFormats = require('ajv-formats').default as (ajv: unknown) => void;
 
-export type ApiName = 'backup' | 'tools';
+/** 'backup' and 'tools' for the project's documents; any name for another document (contract-check). */
+export type ApiName = string;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Json = any;
 
@@ -74,9 +75,9 @@ export function deref(doc: Json, node: Json): Json {
   return current;
 }
 
-function basePathOf(doc: Json, api: ApiName): string {
+function basePathOf(doc: Json): string {
   const server = doc.servers?.[0];
-  if (!server?.url) return api === 'backup' ? '/api/v1' : '';
+  if (!server?.url) return '';
   let url: string = server.url;
   for (const [name, v] of Object.entries<Json>(server.variables ?? {})) url = url.replaceAll(`{${name}}`, v.default ?? '');
   const path = new URL(url, 'http://placeholder').pathname.replace(/\/$/, '');
@@ -86,8 +87,11 @@ function basePathOf(doc: Json, api: ApiName): string {
 export function loadApi(root: string, api: ApiName): ApiDoc {
   const dir = specDir(root);
   const file = findFile(dir, api, false);
-  const file30 = findFile(dir, api, true);
-  const doc = JSON.parse(readFileSync(file, 'utf8'));
+  return apiFromDocument(api, JSON.parse(readFileSync(file, 'utf8')), file, findFile(dir, api, true));
+}
+
+/** The checks' view of a bundled document: its operations, responses and base path. */
+export function apiFromDocument(api: ApiName, doc: Json, file: string, file30 = ''): ApiDoc {
   const operations: Operation[] = [];
   for (const [path, rawItem] of Object.entries<Json>(doc.paths ?? {})) {
     const pathItem = deref(doc, rawItem);
@@ -105,7 +109,7 @@ export function loadApi(root: string, api: ApiName): ApiDoc {
       });
     }
   }
-  return { api, file, file30, doc, basePath: basePathOf(doc, api), operations };
+  return { api, file, file30, doc, basePath: basePathOf(doc), operations };
 }
 
 /** Finds the documented response key a status falls under: exact, then 4XX, then default. */

@@ -82,7 +82,7 @@ export function codeSamples(doc: OpenApiDocument, api: string, method: string, p
   }
 
   const filled = path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(String(pathParams[name])));
-  const search = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString();
+  const search = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)])).toString();
   const url = `${server}${filled}${search ? `?${search}` : ''}`;
   const curl = [`curl -s -X ${method.toUpperCase()} ${shellQuote(url)}`];
   if (secured) curl.push(`-H "Authorization: Bearer $TOKEN"`);
