@@ -1,15 +1,21 @@
 // `npm run docs` builds the static documentation site into docs/site/ (git-ignored):
-// the Redocly reference of both APIs (Redoc inlined, no CDN), an index, the how-to pages from
-// docs/*.md, and the runnable frontend example with the client compiled for the browser.
+// the Redocly reference of both APIs (Redoc inlined, no CDN; each operation with its generated
+// curl and SDK samples), an index, the how-to pages from docs/*.md, the errors page from the
+// catalogue, the changelog from the released versions, and the runnable frontend example with
+// the SDK compiled for the browser.
 //   node scripts/build-docs.ts [--out <dir, default docs/site>]
 import { spawn } from 'node:child_process';
 import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { compileForBrowser } from './docs/browser-bundle.ts';
+import { compileForBrowser, importClosure } from './docs/browser-bundle.ts';
+import { changelogMarkdown } from './docs/changelog.ts';
+import { errorsPage } from './docs/errors-page.ts';
 import { escapeHtml, renderMarkdown } from './docs/markdown.ts';
 import { listOperations, type ApiDocument, type OperationSummary } from './docs/operations.ts';
+import { rateLimitTable, readRateLimits } from './gen/facts.ts';
+import type { OpenApiDocument } from './gen/apis.ts';
 
 export const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -21,17 +27,8 @@ export const API_PAGES = [
 /** How-to pages: docs/<name>.md becomes <name>.html. */
 const MARKDOWN_PAGES = ['getting-started', 'mock'];
 
-/** Browser copies of the client (for the frontend example), compiled from these sources. */
-const CLIENT_SOURCES = [
-  'client/index.ts',
-  'client/backup.ts',
-  'client/tools.ts',
-  'client/errors.ts',
-  'client/retry.ts',
-  'client/token.ts',
-  'client/transport.ts',
-  'client/examples/create-and-poll.ts',
-];
+/** The SDK's entry point: the example page loads it, compiled for the browser, as `@backup-service/client`. */
+const SDK_ENTRY = 'sdk/src/index.ts';
 
 export interface BuildResult {
   outDir: string;
@@ -76,6 +73,9 @@ const REDOCLY_BADGE = `data:image/svg+xml,${encodeURIComponent(
     '<text x="0" y="12" font-family="sans-serif" font-size="12" font-weight="600" fill="#0044d4">Redocly</text></svg>',
 )}`;
 
+/** The generated x-codeSamples (scripts/gen/code-samples.ts) are labelled curl and SDK: the tabs of the reference. */
+const CODE_SAMPLE_LANGUAGES = { languages: [{ lang: 'curl' }, { lang: 'typescript', label: 'SDK' }] };
+
 async function buildReference(root: string, outDir: string, api: string, page: string, title: string): Promise<void> {
   const cli = join(root, 'node_modules/@redocly/cli/bin/cli.js');
   const output = join(outDir, page);
@@ -93,10 +93,11 @@ async function buildReference(root: string, outDir: string, api: string, page: s
     ],
     root,
   );
-  const html = (await readFile(output, 'utf8')).replace(
-    /https:\/\/cdn\.redoc\.ly\/redoc\/logo-mini(?:-full)?\.svg/g,
-    REDOCLY_BADGE,
-  );
+  const html = (await readFile(output, 'utf8'))
+    .replace(/https:\/\/cdn\.redoc\.ly\/redoc\/logo-mini(?:-full)?\.svg/g, REDOCLY_BADGE)
+    // The CLI takes no list options on its command line: the code-sample languages go in here.
+    .replace(/const __redoc_options = \{/, `const __redoc_options = {"codeSamples":${JSON.stringify(CODE_SAMPLE_LANGUAGES)},`);
+  if (!html.includes('"codeSamples":{"languages"')) throw new Error(`${page}: could not set the code-sample languages`);
   await writeFile(output, html);
   const external = externalResources(html);
   if (external.length > 0) throw new Error(`${page} loads external resources: ${external.join(', ')}`);
@@ -109,10 +110,30 @@ function layoutPage(layout: string, title: string, content: string, root = ''): 
     .replace('{{content}}', () => content);
 }
 
-/** `<!-- include: path -->` lines become a code block with that file's text, so snippets never drift. */
-async function expandIncludes(root: string, source: string, format: 'markdown' | 'html'): Promise<string> {
+/** Tables generated from the spec's facts, for `<!-- generated: name -->` lines of the pages. */
+function generatedTables(apis: { doc: ApiDocument }[]): Record<string, string> {
+  const limits = apis
+    .map(({ doc }) => {
+      const base = new URL(doc.servers?.[0]?.url ?? '/', 'http://site.invalid').pathname.replace(/\/$/, '');
+      return `${doc.info.title}:\n\n${rateLimitTable(readRateLimits(doc as unknown as OpenApiDocument), base)}`;
+    })
+    .join('\n\n');
+  return { 'rate-limits': limits };
+}
+
+/**
+ * `<!-- include: path -->` lines become a code block with that file's text, and
+ * `<!-- generated: name -->` lines a table generated from the spec, so nothing is copied.
+ */
+async function expandIncludes(root: string, source: string, format: 'markdown' | 'html', tables: Record<string, string> = {}): Promise<string> {
   const lines = await Promise.all(
     source.split('\n').map(async (line) => {
+      const generated = /^<!-- generated: (\S+) -->$/.exec(line.trim());
+      if (generated) {
+        const table = tables[generated[1]!];
+        if (table === undefined) throw new Error(`no generated table named ${generated[1]}`);
+        return table;
+      }
       const include = /^<!-- include: (\S+) -->$/.exec(line.trim());
       if (!include) return line;
       const path = include[1]!;
@@ -138,9 +159,11 @@ function indexPage(apis: { name: string; page: string; doc: ApiDocument; ops: Op
 <p>Two HTTP/JSON APIs, described first in OpenAPI 3.1: the <strong>Backup API</strong> (token-authenticated backup
 and restore jobs) and the <strong>public tools API</strong> (site check, IP info, newsletter, contact forms).</p>
 <ul>
-<li><a href="getting-started.html">Getting started</a>: the mock, the typed client, curl, errors and rate limits.</li>
+<li><a href="getting-started.html">Getting started</a>: from <code>npm install</code> of the SDK to a working screen, against the mock, then the server.</li>
+<li><a href="errors.html">Errors</a>: every error code, its status, what it means and what a client should do.</li>
+<li><a href="changelog.html">Changelog</a>: what changed between the released versions of both APIs.</li>
 <li><a href="mock.html">The mock</a>: what <code>npm run mock</code> answers and where it differs from the server.</li>
-<li><a href="example/index.html">Frontend example</a>: the typed client in a browser page, against the mock.</li>
+<li><a href="example/index.html">Frontend example</a>: the SDK in a browser page, against the mock or the server.</li>
 </ul>
 <div class="cards">${cards.join('\n')}</div>`;
 }
@@ -167,8 +190,15 @@ export async function buildDocs(options: { root?: string; outDir?: string } = {}
   await writeFile(join(outDir, 'index.html'), layoutPage(layout, 'Documentation', indexPage(apis)));
   pages.push('index.html');
 
+  const withBase = apis.map(({ doc }) => ({ doc: doc as unknown as Record<string, unknown>, basePath: new URL(doc.servers?.[0]?.url ?? '/', 'http://site.invalid').pathname.replace(/\/$/, '') }));
+  await writeFile(join(outDir, 'errors.html'), layoutPage(layout, 'Errors', errorsPage(withBase)));
+  pages.push('errors.html');
+  await writeFile(join(outDir, 'changelog.html'), layoutPage(layout, 'Changelog', renderMarkdown(await changelogMarkdown(root)).html));
+  pages.push('changelog.html');
+
+  const tables = generatedTables(apis);
   for (const name of MARKDOWN_PAGES) {
-    const source = await expandIncludes(root, await readFile(join(root, 'docs', `${name}.md`), 'utf8'), 'markdown');
+    const source = await expandIncludes(root, await readFile(join(root, 'docs', `${name}.md`), 'utf8'), 'markdown', tables);
     // Links between the Markdown pages point at their built HTML.
     const { html, headings } = renderMarkdown(source.replace(/\]\((?!https?:)([\w-]+)\.md(#[\w-]*)?\)/g, ']($1.html$2)'));
     const title = headings.find((h) => h.level === 1)?.text ?? name;
@@ -177,7 +207,7 @@ export async function buildDocs(options: { root?: string; outDir?: string } = {}
   }
 
   await mkdir(join(outDir, 'example/vendor'), { recursive: true });
-  await compileForBrowser(root, CLIENT_SOURCES, join(outDir, 'example/js'));
+  await compileForBrowser(root, await importClosure(root, SDK_ENTRY), join(outDir, 'example/js'));
   await copyFile(join(root, 'node_modules/openapi-fetch/dist/index.mjs'), join(outDir, 'example/vendor/openapi-fetch.mjs'));
   const example = await expandIncludes(root, await readFile(join(root, 'docs/site-src/example.html'), 'utf8'), 'html');
   await writeFile(join(outDir, 'example/index.html'), layoutPage(layout, 'Frontend example', example, '../'));

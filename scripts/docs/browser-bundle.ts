@@ -32,3 +32,19 @@ export async function compileForBrowser(root: string, sources: readonly string[]
   }
   return written;
 }
+
+/** The project files `entry` imports, directly or not, by relative path (bare imports stay the page's import map's). */
+export async function importClosure(root: string, entry: string): Promise<string[]> {
+  const seen = new Set<string>();
+  const visit = async (file: string): Promise<void> => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const text = await readFile(join(root, file), 'utf8');
+    for (const match of text.matchAll(/^(?:import|export)\s[^;]*?from\s+'(\.[^']+)'/gms)) {
+      if (/^(?:import|export)\s+type\s/.test(match[0])) continue;
+      await visit(join(dirname(file), match[1]!));
+    }
+  };
+  await visit(entry);
+  return [...seen];
+}
