@@ -105,7 +105,7 @@ export interface FailureLimitOptions {
   store: RateLimitStore;
   name: string;
   key: (req: Request, res: Response) => string;
-  /** Failures allowed per window (the contract: 30 per hour per client address). */
+  /** Failures allowed per window (the contract: `failed_limit` of POST /auth/token's x-rate-limit). */
   limit: number;
   windowMs: number;
   /** Whether a finished login response counts as a failure (default: status 401). */
