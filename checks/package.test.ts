@@ -1,23 +1,15 @@
 // The CI checks as another repository gets them: `npm pack` of checks/, installed into an empty
 // project (dependencies from npm's cache or registry), its two commands run there with npx.
-import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exec } from '../scripts/testing/exec.ts';
 import { startHarness, type Harness } from '../server/testing/harness.ts';
 
 const CHECKS = fileURLToPath(new URL('.', import.meta.url));
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-
-function run(command: string, args: string[], cwd: string): Promise<{ code: number; out: string }> {
-  return new Promise((resolve) => {
-    execFile(command, args, { cwd, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
-    );
-  });
-}
 
 let work: string;
 let app: string;
@@ -27,12 +19,12 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'api-checks-'));
   app = join(work, 'ci');
   await rm(join(CHECKS, 'dist'), { recursive: true, force: true });
-  const packed = await run('npm', ['pack', '--pack-destination', work], CHECKS);
+  const packed = await exec('npm', ['pack', '--pack-destination', work], { cwd: CHECKS });
   expect(packed.code, packed.out).toBe(0);
   const tarball = join(work, (await readdir(work)).find((f) => f.endsWith('.tgz'))!);
   await mkdir(app);
   await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'another-repo', private: true }));
-  const installed = await run('npm', ['install', '--save-dev', tarball, '--prefer-offline', '--no-audit', '--no-fund'], app);
+  const installed = await exec('npm', ['install', '--save-dev', tarball, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app });
   expect(installed.code, installed.out).toBe(0);
   h = await startHarness();
 }, 180_000);
@@ -56,11 +48,11 @@ describe('the packed CI checks', () => {
     const base = JSON.parse(await readFile(join(ROOT, 'openapi/released/tools.openapi.json'), 'utf8')) as { paths: Record<string, unknown> };
     delete base.paths['/api/tools/ip-info'];
     await writeFile(breaking, JSON.stringify(base));
-    const diff = await run('npx', ['--no-install', 'api-diff', join(ROOT, 'openapi/released/tools.openapi.json'), breaking, '--format', 'markdown'], app);
+    const diff = await exec('npx', ['--no-install', 'api-diff', join(ROOT, 'openapi/released/tools.openapi.json'), breaking, '--format', 'markdown'], { cwd: app });
     expect(diff.out).toMatch(/❌ \d+ breaking change/);
     expect(diff.code).toBe(1);
 
-    const check = await run('npx', ['--no-install', 'contract-check', '--spec', join(ROOT, 'generated/tools.openapi.json'), '--target', h.base, '--runs', '4'], app);
+    const check = await exec('npx', ['--no-install', 'contract-check', '--spec', join(ROOT, 'generated/tools.openapi.json'), '--target', h.base, '--runs', '4'], { cwd: app });
     expect(check.out).toMatch(/4 of 4 operations conform/);
     expect(check.code).toBe(0);
   });

@@ -2,12 +2,12 @@
 // on loopback, with a token from --token-cmd and a JUnit report; then against a broken target
 // (the same server behind a proxy that drops X-Request-Id), which it must fail; then with
 // nothing listening, which is a run that could not happen (exit 2).
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exec, type Ran } from '../scripts/testing/exec.ts';
 import { startHarness, type Harness } from '../server/testing/harness.ts';
 import { startTamperProxy, type TamperProxy } from './tamper/proxy.ts';
 
@@ -19,14 +19,9 @@ let broken: TamperProxy;
 let work: string;
 
 /** Runs the command; `npx` as a CI job in a checkout would (slower to start), else the file itself. */
-function check(args: string[], via: 'npx' | 'node' = 'node'): Promise<{ code: number; out: string }> {
-  const command = via === 'npx' ? 'npx' : process.execPath;
-  const prefix = via === 'npx' ? ['--no-install', 'contract-check'] : [join(ROOT, 'contract-tests/cli.ts')];
-  return new Promise((resolve) => {
-    execFile(command, [...prefix, ...args], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
-    );
-  });
+function check(args: string[], via: 'npx' | 'node' = 'node'): Promise<Ran> {
+  if (via === 'npx') return exec('npx', ['--no-install', 'contract-check', ...args], { cwd: ROOT });
+  return exec(process.execPath, [join(ROOT, 'contract-tests/cli.ts'), ...args], { cwd: ROOT });
 }
 
 const tokenCmd = (origin: string): string =>

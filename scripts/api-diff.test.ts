@@ -1,12 +1,12 @@
 // The breaking-change check: the current documents against the released baseline (this is how
 // `npm test` runs it), and proof that it fails on breaking changes and passes on additions.
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { diffDocuments, releasedDir } from './api-diff.ts';
 import { projectRoot, type OpenApiDocument } from './gen/apis.ts';
+import { exec, type Ran } from './testing/exec.ts';
 
 type Node = Record<string, unknown>;
 
@@ -44,11 +44,7 @@ function createBackupBody(doc: OpenApiDocument): { required?: string[]; properti
 
 describe('npm run diff:api', () => {
   it('passes for the current documents against openapi/released/', async () => {
-    const result = await new Promise<{ code: number; out: string }>((done) => {
-      execFile(process.execPath, [join(projectRoot, 'scripts/api-diff.ts')], { cwd: projectRoot }, (err, stdout, stderr) =>
-        done({ code: err ? 1 : 0, out: stdout + stderr }),
-      );
-    });
+    const result = await exec(process.execPath, [join(projectRoot, 'scripts/api-diff.ts')], { cwd: projectRoot });
     expect(result.out).toMatch(/backup@v1: .*: ok/);
     expect(result.out).toMatch(/tools@v1: .*: ok/);
     expect(result.code).toBe(0);
@@ -108,12 +104,9 @@ describe('diffDocuments', () => {
 });
 
 describe('api-diff <base> <head> (the command for any repository)', () => {
-  function apiDiff(args: string[], via: 'npx' | 'node' = 'node'): Promise<{ code: number; out: string }> {
-    const command = via === 'npx' ? 'npx' : process.execPath;
-    const prefix = via === 'npx' ? ['--no-install', 'api-diff'] : [join(projectRoot, 'scripts/api-diff.ts')];
-    return new Promise((done) => {
-      execFile(command, [...prefix, ...args], { cwd: projectRoot }, (err, stdout, stderr) => done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }));
-    });
+  function apiDiff(args: string[], via: 'npx' | 'node' = 'node'): Promise<Ran> {
+    if (via === 'npx') return exec('npx', ['--no-install', 'api-diff', ...args], { cwd: projectRoot });
+    return exec(process.execPath, [join(projectRoot, 'scripts/api-diff.ts'), ...args], { cwd: projectRoot });
   }
 
   async function write(name: string, change: (doc: OpenApiDocument) => void): Promise<string> {
@@ -144,6 +137,6 @@ describe('api-diff <base> <head> (the command for any repository)', () => {
     expect(markdown.out).toMatch(/1\.0\.0 → 1\.1\.0 — ✅ no breaking change \(a minor release\)/);
     expect(markdown.out).toMatch(/\*\*Added\*\*:\n\n- `schema CreateBackupRequest › properties › label`: added/);
     const text = await apiDiff([baseline, head]);
-    expect(text).toEqual({ code: 0, out: 'Backup API: 1.0.0 → 1.1.0, changes need a minor release: ok\n' });
+    expect(text).toMatchObject({ code: 0, stdout: 'Backup API: 1.0.0 → 1.1.0, changes need a minor release: ok\n' });
   });
 });

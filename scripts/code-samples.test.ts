@@ -2,7 +2,6 @@
 // run against the mock: the curl samples in bash with a token the mock minted, the SDK samples
 // imported as modules (after a type-check); each must get a 2xx answer. The only edits: the
 // server URL becomes the mock's, and example ids become ids of jobs the mock holds.
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMock, type RunningMock } from '../mock/start.ts';
 import { projectRoot } from './gen/apis.ts';
 import type { CodeSample } from './gen/code-samples.ts';
+import { exec } from './testing/exec.ts';
 
 interface Sampled {
   api: 'backup' | 'tools';
@@ -78,10 +78,8 @@ describe('code samples', () => {
     for (const op of operations) {
       const backupId = op.operationId === 'cancelBackup' ? await runningBackup() : ids.backup;
       const script = `curl() { command curl -sS -o /dev/null -w '%{http_code}' "$@"; }\n${forMock(op, op.samples[0]!.source, backupId)}`;
-      const status = await new Promise<string>((resolve, reject) =>
-        execFile('bash', ['-c', script], { env: { ...process.env, TOKEN: token } }, (error, stdout, stderr) => (error ? reject(new Error(stderr || error.message)) : resolve(stdout))),
-      );
-      expect(status, `${op.operationId}: ${op.samples[0]!.source}`).toMatch(/^2\d\d$/);
+      const ran = await exec('bash', ['-c', script], { env: { TOKEN: token } });
+      expect(ran.out, `${op.operationId}: ${op.samples[0]!.source}`).toMatch(/^2\d\d$/);
     }
   });
 
@@ -96,10 +94,8 @@ describe('code samples', () => {
         include: ['*.ts'],
       }),
     );
-    const checked = await new Promise<string>((resolve) =>
-      execFile(process.execPath, [join(projectRoot, 'node_modules/typescript/bin/tsc'), '-p', work], (_error, stdout) => resolve(stdout)),
-    );
-    expect(checked).toBe('');
+    const checked = await exec(process.execPath, [join(projectRoot, 'node_modules/typescript/bin/tsc'), '-p', work]);
+    expect(checked.out).toBe('');
 
     process.env.BACKUP_API_KEY = 'key_samples';
     process.env.BACKUP_SECRET = 'samples-secret-0123456789';

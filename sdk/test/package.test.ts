@@ -1,31 +1,17 @@
 // The SDK as a frontend gets it: `npm pack` of sdk/, installed into an empty project (npm's cache
 // or registry for openapi-fetch), where a sample type-checks with the project's TypeScript and
 // then runs against the mock server.
-import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMock, type RunningMock } from '../../mock/start.ts';
+import { exec } from '../../scripts/testing/exec.ts';
 
 const SDK = fileURLToPath(new URL('..', import.meta.url));
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
-
-interface Run {
-  code: number;
-  stdout: string;
-  out: string;
-}
-
-function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(command, args, { cwd, env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, out: stdout + stderr }),
-    );
-  });
-}
 
 let work: string;
 let app: string;
@@ -66,12 +52,12 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'sdk-package-'));
   app = join(work, 'app');
   await rm(join(SDK, 'dist'), { recursive: true, force: true });
-  const packed = await run('npm', ['pack', '--pack-destination', work], SDK);
+  const packed = await exec('npm', ['pack', '--pack-destination', work], { cwd: SDK });
   expect(packed.code, packed.out).toBe(0);
   tarball = join(work, (await readdir(work)).find((f) => f.endsWith('.tgz'))!);
-  await run('mkdir', ['-p', app], work);
+  await mkdir(app);
   await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'sample-app', private: true, type: 'module' }));
-  const installed = await run('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund'], app);
+  const installed = await exec('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app });
   expect(installed.code, installed.out).toBe(0);
   mock = await startMock({ backupPort: 0, toolsPort: 0, jobSeconds: 0.3 });
 }, 180_000);
@@ -115,7 +101,7 @@ const client = createBackupClient({ baseUrl: '/api/v1', apiKey: 'k', secret: 's'
 await client.POST('/backup', { body: { source: '/x', options: { compression: 'rar' } } });
 await client.GET('/backups');
 `);
-    const checked = await run(process.execPath, [TSC, '-p', app], app);
+    const checked = await exec(process.execPath, [TSC, '-p', app], { cwd: app });
     await rm(join(app, 'broken.ts'));
     const errors = checked.stdout.split('\n').filter((line) => /error TS/.test(line));
     expect(errors.filter((line) => !line.startsWith('broken.ts'))).toEqual([]);
@@ -125,7 +111,7 @@ await client.GET('/backups');
 
   it('runs the sample from the tarball against the mock server', async () => {
     await writeFile(join(app, 'sample.ts'), SAMPLE.replace('process.env.API_URL!', 'process.env.API_URL as string'));
-    const ran = await run(process.execPath, [join(app, 'sample.ts')], app, { API_URL: mock.backupUrl });
+    const ran = await exec(process.execPath, [join(app, 'sample.ts')], { cwd: app, env: { API_URL: mock.backupUrl } });
     expect(ran.code, ran.out).toBe(0);
     const result = JSON.parse(ran.out.trim().split('\n').at(-1)!) as Record<string, unknown>;
     expect(result).toMatchObject({ status: 'completed', code: 'BACKUP_NOT_FOUND' });

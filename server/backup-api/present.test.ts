@@ -37,10 +37,10 @@ describe('presenting jobs and files', () => {
     expect(done).not.toHaveProperty('account_id');
   });
 
-  it('writes modes as four octal digits and link targets only for symlinks', () => {
+  it('writes modes as four octal digits, and link targets for symlinks (null for the rest)', () => {
     expect(octalMode(0o100644)).toBe('0644');
     expect(octalMode(0o104755)).toBe('4755');
-    expect(presentFile({ path: 'a', type: 'file', sizeBytes: 1, mode: 0o100600, modifiedAt: 'x', sha256: 'ab', linkTarget: null })).toEqual({ path: 'a', type: 'file', size_bytes: 1, mode: '0600', modified_at: 'x', sha256: 'ab' });
+    expect(presentFile({ path: 'a', type: 'file', sizeBytes: 1, mode: 0o100600, modifiedAt: 'x', sha256: 'ab', linkTarget: null })).toEqual({ path: 'a', type: 'file', size_bytes: 1, mode: '0600', modified_at: 'x', sha256: 'ab', link_target: null });
     expect(presentFile({ path: 'l', type: 'symlink', sizeBytes: 0, mode: 0o120777, modifiedAt: 'x', sha256: null, linkTarget: 'a' })).toMatchObject({ link_target: 'a', sha256: null });
   });
 });
