@@ -1,11 +1,11 @@
 // The CI checks as another repository gets them: `npm pack` of checks/, installed into an empty
 // project (dependencies from npm's cache or registry), its two commands run there with npx.
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exec } from '../scripts/testing/exec.ts';
+import { exec, packAndInstall } from '../scripts/testing/exec.ts';
 import { startHarness, type Harness } from '../server/testing/harness.ts';
 
 const CHECKS = fileURLToPath(new URL('.', import.meta.url));
@@ -17,15 +17,7 @@ let h: Harness;
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'api-checks-'));
-  app = join(work, 'ci');
-  await rm(join(CHECKS, 'dist'), { recursive: true, force: true });
-  const packed = await exec('npm', ['pack', '--pack-destination', work], { cwd: CHECKS });
-  expect(packed.code, packed.out).toBe(0);
-  const tarball = join(work, (await readdir(work)).find((f) => f.endsWith('.tgz'))!);
-  await mkdir(app);
-  await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'another-repo', private: true }));
-  const installed = await exec('npm', ['install', '--save-dev', tarball, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app });
-  expect(installed.code, installed.out).toBe(0);
+  ({ app } = await packAndInstall(CHECKS, work, ['--save-dev']));
   h = await startHarness();
 }, 180_000);
 

@@ -1,13 +1,13 @@
 // The SDK as a frontend gets it: `npm pack` of sdk/, installed into an empty project (npm's cache
 // or registry for openapi-fetch), where a sample type-checks with the project's TypeScript and
 // then runs against the mock server.
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMock, type RunningMock } from '../../mock/start.ts';
-import { exec } from '../../scripts/testing/exec.ts';
+import { exec, packAndInstall } from '../../scripts/testing/exec.ts';
 
 const SDK = fileURLToPath(new URL('..', import.meta.url));
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -50,15 +50,7 @@ const TSCONFIG = {
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'sdk-package-'));
-  app = join(work, 'app');
-  await rm(join(SDK, 'dist'), { recursive: true, force: true });
-  const packed = await exec('npm', ['pack', '--pack-destination', work], { cwd: SDK });
-  expect(packed.code, packed.out).toBe(0);
-  tarball = join(work, (await readdir(work)).find((f) => f.endsWith('.tgz'))!);
-  await mkdir(app);
-  await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'sample-app', private: true, type: 'module' }));
-  const installed = await exec('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund'], { cwd: app });
-  expect(installed.code, installed.out).toBe(0);
+  ({ tarball, app } = await packAndInstall(SDK, work));
   mock = await startMock({ backupPort: 0, toolsPort: 0, jobSeconds: 0.3 });
 }, 180_000);
 
