@@ -4,6 +4,7 @@
  * around it: CORS for any origin (preflights included), and `POST /__mock/reset`, which forgets
  * all state.
  */
+import { isUtf8 } from 'node:buffer';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BODY_LIMIT_BYTES, type MockService } from '../sdk/src/mock/service.ts';
@@ -20,7 +21,7 @@ export const RESET_PATH = '/__mock/reset';
 const header = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value.join(', ') : value);
 
 /** Reads the body, keeping at most one byte over the limit (the rest is drained). */
-function readBody(req: IncomingMessage): Promise<{ text: string | undefined; bytes: number }> {
+function readBody(req: IncomingMessage): Promise<{ text: string | undefined; bytes: number; utf8: boolean }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let bytes = 0;
@@ -28,7 +29,10 @@ function readBody(req: IncomingMessage): Promise<{ text: string | undefined; byt
       if (bytes <= BODY_LIMIT_BYTES) chunks.push(chunk);
       bytes += chunk.length;
     });
-    req.on('end', () => resolve({ text: bytes === 0 ? undefined : Buffer.concat(chunks).toString('utf8'), bytes }));
+    req.on('end', () => {
+      const data = Buffer.concat(chunks);
+      resolve({ text: bytes === 0 ? undefined : data.toString('utf8'), bytes, utf8: isUtf8(data) });
+    });
     req.on('error', reject);
   });
 }
@@ -53,7 +57,7 @@ async function respond(api: ApiName, service: MockService, req: IncomingMessage,
     res.end();
     return;
   }
-  const { text, bytes } = await readBody(req);
+  const { text, bytes, utf8 } = await readBody(req);
   if (req.method === 'POST' && url.pathname === RESET_PATH) {
     service.reset();
     res.writeHead(204, corsHeaders(req)).end();
@@ -68,6 +72,7 @@ async function respond(api: ApiName, service: MockService, req: IncomingMessage,
     headers,
     ...(text === undefined ? {} : { body: text }),
     bodyBytes: bytes,
+    utf8,
     clientAddress: req.socket.remoteAddress ?? '127.0.0.1',
   });
   const body = answer.body === undefined ? '' : JSON.stringify(answer.body);

@@ -125,8 +125,8 @@ export class BackupState {
     const job = this.#jobs.get(id);
     if (job?.kind === kind && job.account === call.account!.id) return job;
     throw kind === 'backup'
-      ? new MockApiError('BACKUP_NOT_FOUND', 'No backup with this id exists in your account.')
-      : new MockApiError('RESTORE_NOT_FOUND', 'No restore with this id exists in your account.');
+      ? new MockApiError('BACKUP_NOT_FOUND', 'No backup with this id exists in your account.', { backup_id: id })
+      : new MockApiError('RESTORE_NOT_FOUND', 'No restore with this id exists in your account.', { restore_id: id });
   }
 
   /** The files a completed backup lists: the entries of the spec's file-list example. */

@@ -23,6 +23,8 @@ export interface MockRequest {
   body?: string;
   /** The body's size in bytes (it may have been cut short past the limit). */
   bodyBytes: number;
+  /** False when the body's bytes were not valid UTF-8 (a transport that sees bytes says so). */
+  utf8?: boolean;
   /** The caller's address: the key of per-address limits. */
   clientAddress: string;
 }
@@ -102,12 +104,17 @@ export function createMockService(options: MockServiceOptions): MockService {
     return states;
   }
 
-  function parseBody(req: MockRequest): unknown {
-    if (req.body === undefined || req.bodyBytes === 0) return undefined;
-    if (!isJsonType(req.headers.get('content-type'))) {
-      throw new MockApiError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must be sent as application/json.', { content_type: req.headers.get('content-type') });
+  /** The JSON body, checked as the server checks it; operations without a body do not read one. */
+  function parseBody(req: MockRequest, route: Route): unknown {
+    if (route.op.requestBody === null || req.body === undefined || req.bodyBytes === 0) return undefined;
+    const type = req.headers.get('content-type');
+    if (!isJsonType(type)) {
+      throw new MockApiError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must be sent as application/json.', { content_type: type });
     }
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(type ?? '')?.[1];
+    if (charset !== undefined && charset.toLowerCase() !== 'utf-8') throw new MockApiError('UNSUPPORTED_MEDIA_TYPE', 'Request bodies must be UTF-8 JSON.', { content_type: type });
     if (req.bodyBytes > BODY_LIMIT_BYTES) throw new MockApiError('PAYLOAD_TOO_LARGE', 'The request body is larger than 64 KiB.', { limit_bytes: BODY_LIMIT_BYTES });
+    if (req.utf8 === false) throw new MockApiError('INVALID_JSON', 'The request body is not valid UTF-8.');
     try {
       return JSON.parse(req.body);
     } catch {
@@ -145,7 +152,7 @@ export function createMockService(options: MockServiceOptions): MockService {
       const message = `Rate limit of ${refused.limit} requests per ${refused.windowMs / 1000} seconds exceeded. Retry after ${retryAfter} seconds.`;
       throw new MockApiError('RATE_LIMITED', message, {}, { 'Retry-After': String(retryAfter) });
     }
-    const body = parseBody(req);
+    const body = parseBody(req, route);
     // Unknown query parameters are refused as the server refuses them (Prism lets them pass).
     const problems = [...new Set(req.url.searchParams.keys())]
       .filter((name) => !route.op.query.includes(name))
