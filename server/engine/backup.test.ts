@@ -2,9 +2,10 @@ import { unlinkSync } from 'node:fs';
 import { chmod, mkdir, readFile, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EngineError, Repository, backup, listEntries, restore, verify } from './index.ts';
-import type { EntryRecord, Progress } from './index.ts';
+import { EngineError, backup, listEntries, restore, verify } from './index.ts';
+import type { EntryRecord, Progress, Repository } from './index.ts';
 import { allFiles, describeTree, sha256Of, tempDir, writeRandomFile } from './testing/fixtures.ts';
+import { b, openTestRepo, t } from './testing/repo.ts';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -13,7 +14,7 @@ const opts = { compression: 'zstd', encryption: true, deduplication: true } as c
 
 beforeEach(async () => {
   ({ path: dir, cleanup } = await tempDir());
-  repo = await Repository.open(join(dir, 'repo'), { password: 'correct horse' });
+  ({ repo } = await openTestRepo(dir));
 });
 afterEach(async () => {
   await repo.close();
@@ -46,10 +47,13 @@ describe('backup and restore round trip', () => {
     await makeTree(src);
     const before = await describeTree(src);
     const seen: Progress[] = [];
-    const result = await backup(repo, { source: src, ...opts, onProgress: (p) => seen.push(p) });
-    expect(result.errors).toEqual([]);
-    expect(result.filesBackedUp).toBe(7);
-    expect(result.entries).toBe(Object.keys(before).length);
+    const listed: EntryRecord[] = [];
+    const result = await backup(repo, { source: src, ...opts, onProgress: (p) => seen.push(p), onEntries: (batch) => void listed.push(...batch) });
+    expect(result.warnings).toEqual({ count: 0, items: [] });
+    expect(result.files).toBe(7 + 3); // regular files and symlinks
+    expect(result.directories).toBe(4);
+    expect(result.files + result.directories).toBe(Object.keys(before).length);
+    expect(listed.map((e) => t(e.path)).sort()).toEqual(Object.keys(before).sort());
     expect(result.sizeBytes).toBe(12 + 0 + 9000 + 12 + 3 * 1024 * 1024 + 17 + 18 + 7);
     expect(result.storedBytes).toBeGreaterThan(3 * 1024 * 1024);
     const last = seen.at(-1)!;
@@ -57,7 +61,7 @@ describe('backup and restore round trip', () => {
 
     const out = join(dir, 'out');
     const restored = await restore(repo, result.snapshotId, { target: out, overwrite: 'never' });
-    expect(restored).toEqual({ filesRestored: 7, filesSkipped: 0, sizeBytes: result.sizeBytes });
+    expect(restored).toEqual({ filesRestored: 10, filesSkipped: 0, sizeBytes: result.sizeBytes, warnings: { count: 0, items: [] } });
     expect(await describeTree(out)).toEqual(before);
     expect(before['docs/deep/escaping-link']).toEqual({ type: 'symlink', mode: 0, link: '../../../../etc/passwd' });
   });
@@ -68,19 +72,21 @@ describe('backup and restore round trip', () => {
     const { snapshotId } = await backup(repo, { source: src, ...opts });
     const entries: EntryRecord[] = [];
     for await (const e of listEntries(repo, snapshotId)) entries.push(e);
-    const byPath = new Map(entries.map((e) => [e.path, e]));
+    const byPath = new Map(entries.map((e) => [t(e.path), e]));
     expect(byPath.get('hello.txt')).toEqual({
-      path: 'hello.txt',
+      path: b('hello.txt'),
       type: 'file',
       size: 12,
       mode: 0o644,
       mtime: new Date('2001-02-03T04:05:06.789Z'),
       sha256: await sha256Of(join(src, 'hello.txt')),
     });
-    expect(byPath.get('link-to-file')).toMatchObject({ type: 'symlink', linkTarget: 'hello.txt', sha256: null });
+    expect(byPath.get('link-to-file')).toMatchObject({ type: 'symlink', linkTarget: b('hello.txt'), sha256: null });
     expect(byPath.get('empty-dir')).toMatchObject({ type: 'directory', mode: 0o700 });
     expect(byPath.get('docs/deep/er/ünïcødé 文件 🚀.txt')?.sha256).toBe(await sha256Of(join(src, 'docs/deep/er/ünïcødé 文件 🚀.txt')));
-    expect(entries.map((e) => e.path)).toContain('docs/deep/er');
+    expect(entries.map((e) => t(e.path))).toContain('docs/deep/er');
+    // Depth first, each directory's entries in name order.
+    expect(entries.map((e) => t(e.path)).slice(0, 4)).toEqual(['dangling', 'docs', 'docs/deep', 'docs/deep/er']);
   });
 
   it('round-trips a 110 MiB file, streamed, with every compression', async () => {
@@ -113,27 +119,21 @@ describe('backup and restore round trip', () => {
     }
   });
 
-  it('reports an unreadable file in errors[] and backs up the rest', async () => {
+  it('reports a file that vanished before it was read as a warning and backs up the rest', async () => {
     const src = join(dir, 'src');
     await makeTree(src);
-    let removed = false;
     const result = await backup(repo, {
       source: src,
       ...opts,
-      // The stat walk has seen the file; it vanishes before it is read (tests run as root, so chmod 000 would not stop a read).
-      onProgress: () => {
-        if (!removed) {
-          removed = true;
-          unlinkSync(join(src, 'secret'));
-        }
+      // Listed, then removed before it is opened.
+      beforeOpen: (path) => {
+        if (t(path) === 'secret') unlinkSync(join(src, 'secret'));
       },
     });
-    expect(result.errors).toHaveLength(1);
-    expect(result.errors[0]).toMatchObject({ path: 'secret' });
-    expect(result.errors[0]!.message).toMatch(/ENOENT/);
-    expect(result.filesBackedUp).toBe(6);
+    expect(result.warnings).toEqual({ count: 1, items: [{ path: b('secret'), reason: 'vanished during the backup' }] });
+    expect(result.files).toBe(9);
     const paths: string[] = [];
-    for await (const e of listEntries(repo, result.snapshotId)) paths.push(e.path);
+    for await (const e of listEntries(repo, result.snapshotId)) paths.push(t(e.path));
     expect(paths).not.toContain('secret');
     expect(paths).toContain('hello.txt');
   });
@@ -146,8 +146,8 @@ describe('backup and restore round trip', () => {
 
   it('backs up a single file given as the source', async () => {
     await writeFile(join(dir, 'one.txt'), 'just me');
-    const { snapshotId, filesBackedUp } = await backup(repo, { source: join(dir, 'one.txt'), ...opts });
-    expect(filesBackedUp).toBe(1);
+    const { snapshotId, files, directories } = await backup(repo, { source: join(dir, 'one.txt'), ...opts });
+    expect([files, directories]).toEqual([1, 0]);
     await restore(repo, snapshotId, { target: join(dir, 'out'), overwrite: 'never' });
     expect(await readFile(join(dir, 'out/one.txt'), 'utf8')).toBe('just me');
   });

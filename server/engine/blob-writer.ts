@@ -1,120 +1,117 @@
 import type { EncodedBlob } from './blob.ts';
+import type { BlobType } from './blob-table.ts';
 import { Budget } from './budget.ts';
-import { EngineError } from './errors.ts';
+import { toHex } from './codec.ts';
+import { EngineError, fromStorage } from './errors.ts';
 import type { FinishedPack } from './pack.ts';
-import { PackWriter, TARGET_PACK_SIZE } from './pack.ts';
-import type { EncodeOptions } from './pool.ts';
-import type { SmallFile } from './worker.ts';
-import { release } from './release.ts';
+import { DATA_PACK_SIZE, PackWriter, TREE_PACK_SIZE } from './pack.ts';
+import type { EncodeOptions, WorkerPool } from './pool.ts';
+import type { SourceFile } from './worker.ts';
 import type { Repository } from './repository.ts';
 
 /**
- * The write side of a backup: sends chunks to the worker pool, drops the ones already
- * stored (unless deduplication is off), gathers the rest into packs, saves a pack at about
- * 16 MiB (while the next one fills), and every few packs writes an index file for the packs
- * already saved (so a crashed backup's data is reused by the next one). Memory is bounded:
- * chunks in flight to the workers, and encoded bytes not yet saved in a pack, each have a
- * byte budget.
+ * The write side of a backup: sends blobs to the worker pool, drops the ones already stored
+ * (unless deduplication is off), gathers the rest into packs, one open pack per blob type (file
+ * data, trees), saves a pack once full (while the next one fills), and every few packs writes an
+ * index file for the packs already saved (so a crashed backup's data is reused by the next one).
+ * Memory is bounded: blobs in flight to the workers, and encoded bytes not yet saved in a pack,
+ * each have a byte budget.
  */
 const INDEX_EVERY_PACKS = 4;
-const CHUNKS_IN_FLIGHT = 16 * 1024 * 1024;
-/** The pack being filled plus about two being saved. */
+const IN_FLIGHT = 16 * 1024 * 1024;
+/** The packs being filled plus about two being saved. */
 const UNWRITTEN = 48 * 1024 * 1024;
-/** Counted per chunk on top of its bytes, so that many tiny chunks in flight are bounded too. */
-const CHUNK_OVERHEAD = 32768;
+/** Counted per blob on top of its bytes, so that many tiny blobs in flight are bounded too. */
+const BLOB_OVERHEAD = 32768;
+/** Trees are always compressed and encrypted, whatever the backup's options. */
+const TREE_OPTIONS: EncodeOptions = { comp: 1, level: undefined, encrypt: true };
+
+export type StoredFile = { id: Uint8Array | null; sha256: Uint8Array } | { grew: true } | { warning: string };
 
 export class BlobWriter {
   private readonly repo: Repository;
+  private readonly pool: WorkerPool;
   private readonly opts: EncodeOptions;
   private readonly dedup: boolean;
-  private pack: PackWriter | null = null;
-  private readonly pending = new Set<string>(); // ids in packs not yet in an index file
+  private readonly packs: Record<BlobType, PackWriter | null> = { data: null, tree: null };
+  private readonly pending = new Set<string>(); // blobs in packs not yet in an index file
   private unindexed: FinishedPack[] = [];
   private readonly closing = new Set<Promise<void>>();
-  private readonly chunks = new Budget(CHUNKS_IN_FLIGHT);
-  private readonly unwritten = new Budget(UNWRITTEN);
+  private readonly inFlight: Budget;
+  private readonly unwritten: Budget;
   private failure: unknown = null;
   storedBytes = 0;
 
-  constructor(repo: Repository, opts: EncodeOptions, dedup: boolean) {
+  constructor(repo: Repository, pool: WorkerPool, opts: EncodeOptions, dedup: boolean, signal?: AbortSignal) {
     this.repo = repo;
+    this.pool = pool;
     this.opts = opts;
     this.dedup = dedup;
+    this.inFlight = new Budget(IN_FLIGHT, signal);
+    this.unwritten = new Budget(UNWRITTEN, signal);
   }
 
-  /** Stores one chunk (its buffer is transferred away); the returned thunk resolves to the chunk id. */
-  async store(chunk: Uint8Array): Promise<() => Promise<string>> {
-    const bytes = chunk.length + CHUNK_OVERHEAD;
+  /** Waits for room, then runs `start`; the returned thunk resolves once the work is accepted into a pack. */
+  private async admit<T>(bytes: number, start: () => Promise<T>): Promise<() => Promise<T>> {
+    const held = bytes + BLOB_OVERHEAD;
     await this.unwritten.wait();
-    await this.chunks.acquire(bytes);
+    await this.inFlight.acquire(held);
     if (this.failure) {
-      this.chunks.release(bytes);
+      this.inFlight.release(held);
       throw this.failure;
     }
-    const result = this.repo.pool.encode(this.repo.keyRef, this.opts, chunk).then(
-      (blob) => {
-        this.chunks.release(bytes);
-        this.accept(blob);
-        return blob.id;
-      },
-      (err) => {
-        this.chunks.release(bytes);
-        throw err;
-      },
-    );
+    const result = start().finally(() => this.inFlight.release(held));
     result.catch(() => {}); // observed by the caller through the thunk
     return () => result;
   }
 
+  /** Stores one chunk of file data (its buffer is transferred away); the thunk resolves to its id. */
+  store(chunk: Uint8Array): Promise<() => Promise<Uint8Array>> {
+    return this.admit(chunk.length, async () => this.accept(await this.pool.encode(this.opts, chunk), 'data', this.opts.encrypt));
+  }
+
+  /** Stores one tree (its plaintext encoding); the thunk resolves to the tree's id. */
+  storeTree(plain: Uint8Array): Promise<() => Promise<Uint8Array>> {
+    return this.admit(plain.length, async () => this.accept(await this.pool.encode(TREE_OPTIONS, plain), 'tree', true));
+  }
+
   /**
-   * Has a worker read and store a small file as one chunk; the thunk resolves to its chunk
-   * id and sha256, or tells that the file grew (stream it instead) or could not be read.
+   * Has a worker read and store a small file as one chunk; the thunk resolves to its chunk id
+   * (null for an empty file) and sha256, or tells that the file grew (stream it instead) or why
+   * it was not read.
    */
-  async storeFile(file: SmallFile): Promise<() => Promise<{ id: string; sha256: string } | { grew: true } | { error: string }>> {
-    const bytes = file.size + CHUNK_OVERHEAD;
-    await this.unwritten.wait();
-    await this.chunks.acquire(bytes);
-    if (this.failure) {
-      this.chunks.release(bytes);
-      throw this.failure;
-    }
-    const result = this.repo.pool.encodeFile(this.repo.keyRef, this.opts, file).then(
-      (r) => {
-        this.chunks.release(bytes);
-        if (!('blob' in r)) return r;
-        this.accept(r.blob);
-        return { id: r.blob.id, sha256: r.sha256 };
-      },
-      (err) => {
-        this.chunks.release(bytes);
-        throw err;
-      },
-    );
-    result.catch(() => {});
-    return () => result;
+  storeFile(file: SourceFile): Promise<() => Promise<StoredFile>> {
+    return this.admit(file.size, async () => {
+      const r = await this.pool.encodeFile(this.opts, file);
+      if (!('blob' in r)) return r;
+      return { id: r.blob ? this.accept(r.blob, 'data', this.opts.encrypt) : null, sha256: r.sha256 };
+    });
   }
 
   private fail(err: unknown): void {
-    this.failure ??= err instanceof EngineError ? err : new EngineError('STORAGE_ERROR', `cannot write to the repository: ${(err as Error).message}`, {}, { cause: err });
+    this.failure ??= fromStorage(err);
+    if (!(this.failure instanceof EngineError)) {
+      this.failure = new EngineError('STORAGE_ERROR', `cannot write to the repository: ${(err as Error).message}`, {}, { cause: err });
+    }
   }
 
-  private accept(blob: EncodedBlob): void {
-    if (this.failure) return; // abandoned: results still arriving from the workers are dropped
-    const encrypted = this.opts.encrypt;
+  private accept(blob: EncodedBlob, type: BlobType, encrypted: boolean): Uint8Array {
+    if (this.failure) return blob.id; // abandoned: results still arriving from the workers are dropped
     if (this.dedup) {
-      const key = blob.id + (encrypted ? 'e' : 'p');
-      if (this.pending.has(key) || this.repo.index.has(blob.id, encrypted)) return;
+      const key = `${toHex(blob.id)}${type}${encrypted ? 'e' : 'p'}`;
+      if (this.pending.has(key) || this.repo.index.has(blob.id, type, encrypted)) return blob.id;
       this.pending.add(key);
     }
-    this.pack ??= new PackWriter(this.repo.backend);
+    const pack = (this.packs[type] ??= new PackWriter(this.repo.backend, type));
     this.unwritten.take(blob.data.length);
-    this.pack.add(blob, encrypted);
-    if (this.pack.size >= TARGET_PACK_SIZE) this.rotate();
+    pack.add(blob, encrypted);
+    if (pack.size >= (type === 'tree' ? TREE_PACK_SIZE : DATA_PACK_SIZE)) this.rotate(type);
+    return blob.id;
   }
 
-  private rotate(): void {
-    const pack = this.pack;
-    this.pack = null;
+  private rotate(type: BlobType): void {
+    const pack = this.packs[type];
+    this.packs[type] = null;
     if (!pack) return;
     const bytes = pack.size;
     const close = (async () => {
@@ -136,31 +133,39 @@ export class BlobWriter {
   private async writeIndex(): Promise<void> {
     const packs = this.unindexed;
     this.unindexed = [];
-    if (packs.length === 0) return;
+    if (packs.length === 0 || this.failure) return;
     this.storedBytes += await this.repo.index.write(this.repo.backend, this.repo.key, packs);
-    for (const p of packs) for (const b of p.blobs) this.pending.delete(b.id + (b.encrypted ? 'e' : 'p'));
+    for (const p of packs) for (const b of p.blobs) this.pending.delete(`${toHex(b.id)}${b.type}${b.encrypted ? 'e' : 'p'}`);
   }
 
   private async drain(): Promise<void> {
     while (this.closing.size > 0) await Promise.all([...this.closing]);
   }
 
-  /** Closes the last pack and writes an index for everything written. */
+  /** Closes the open packs and writes an index for everything written. */
   async finish(): Promise<void> {
-    this.rotate();
+    this.rotate('data');
+    this.rotate('tree');
     await this.drain();
     if (this.failure) throw this.failure;
-    await this.writeIndex();
+    try {
+      await this.writeIndex();
+    } catch (err) {
+      this.fail(err);
+      throw this.failure;
+    }
   }
 
-  /** After a cancel or failure: drops the open pack, lets packs being closed finish (each whole or absent), writes no further index. */
+  /** After a cancel or failure: drops the open packs, lets packs being saved finish (each whole or absent), writes no further index. */
   async abandon(): Promise<void> {
     this.fail(new EngineError('CANCELLED', 'the backup was abandoned'));
-    const open = this.pack;
-    this.pack = null;
-    if (open) {
-      open.abort();
-      this.unwritten.release(open.size);
+    for (const type of ['data', 'tree'] as const) {
+      const open = this.packs[type];
+      this.packs[type] = null;
+      if (open) {
+        open.abort();
+        this.unwritten.release(open.size);
+      }
     }
     await this.drain();
   }

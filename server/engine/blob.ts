@@ -1,3 +1,4 @@
+import { bytesEqual, toHex } from './codec.ts';
 import { chunkId, open, seal } from './crypto.ts';
 import type { BlobKeys } from './crypto.ts';
 import { compress, decompress } from './compress.ts';
@@ -6,19 +7,19 @@ import { releasePrivate } from './release.ts';
 import type { CompressionCode } from './types.ts';
 
 /**
- * A blob is one chunk as stored in a pack: compressed (or raw), then sealed with AES-256-GCM
- * when encrypted. Its id is HMAC-SHA-256(chunk-id key, plaintext); the id is the GCM
- * associated data, so a sealed blob cannot be passed off as another chunk.
+ * A blob is one chunk (or one tree) as stored in a pack: compressed (or raw), then sealed with
+ * AES-256-GCM when encrypted. Its id is HMAC-SHA-256(chunk-id key, plaintext); the id is the GCM
+ * associated data, so a sealed blob cannot be passed off as another.
  */
 export interface EncodedBlob {
-  id: string;
+  id: Uint8Array;
   data: Uint8Array;
   comp: CompressionCode;
   rawLength: number;
 }
 
 export interface BlobRef {
-  id: string;
+  id: Uint8Array;
   encrypted: boolean;
   comp: CompressionCode;
   rawLength: number;
@@ -27,23 +28,29 @@ export interface BlobRef {
 export function encodeBlob(key: BlobKeys, plain: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean): EncodedBlob {
   const id = chunkId(key.chunkId, plain);
   const packed = compress(plain, comp, level);
-  const data = encrypt ? seal(key.encryption, packed.data, Buffer.from(id, 'hex')) : packed.data;
+  const data = encrypt ? seal(key.encryption, packed.data, id) : packed.data;
   if (encrypt && packed.data !== plain) releasePrivate(packed.data); // the compressor's output, now sealed
   return { id, data, comp: packed.code, rawLength: plain.length };
 }
 
 /** Decrypts, decompresses and checks the keyed hash; throws CORRUPT_DATA on any mismatch. */
 export function decodeBlob(key: BlobKeys, ref: BlobRef, stored: Uint8Array): Uint8Array {
-  const packed = ref.encrypted ? open(key.encryption, stored, Buffer.from(ref.id, 'hex')) : stored;
+  const hex = toHex(ref.id);
+  let packed: Uint8Array;
+  try {
+    packed = ref.encrypted ? open(key.encryption, stored, ref.id) : stored;
+  } catch {
+    throw new EngineError('CORRUPT_DATA', `blob ${hex} does not authenticate`, { chunk: hex });
+  }
   let plain: Uint8Array;
   try {
     plain = decompress(packed, ref.comp, ref.rawLength);
     if (plain !== packed && packed !== stored) releasePrivate(packed); // the decipher's output, now decompressed
   } catch {
-    throw new EngineError('CORRUPT_DATA', `chunk ${ref.id} does not decompress`, { chunk: ref.id });
+    throw new EngineError('CORRUPT_DATA', `blob ${hex} does not decompress`, { chunk: hex });
   }
-  if (plain.length !== ref.rawLength || chunkId(key.chunkId, plain) !== ref.id) {
-    throw new EngineError('CORRUPT_DATA', `chunk ${ref.id} does not match its hash`, { chunk: ref.id });
+  if (plain.length !== ref.rawLength || !bytesEqual(chunkId(key.chunkId, plain), ref.id)) {
+    throw new EngineError('CORRUPT_DATA', `blob ${hex} does not match its hash`, { chunk: hex });
   }
   return plain;
 }

@@ -1,22 +1,31 @@
 import { mkdir, open, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { Repository, backup, restore, verify } from './index.ts';
-import type { EngineError } from './index.ts';
+import { backup, restore, verify } from './index.ts';
+import type { EngineError, MasterKey, Repository } from './index.ts';
 import { allFiles, tempDir, writeRandomFile } from './testing/fixtures.ts';
+import { openTestRepo } from './testing/repo.ts';
 
 let dir: string;
 let cleanup: () => Promise<void>;
 let repo: Repository;
+let key: MasterKey;
 
 beforeEach(async () => {
   ({ path: dir, cleanup } = await tempDir());
-  repo = await Repository.open(join(dir, 'repo'), { password: 'pw' });
+  ({ repo, key } = await openTestRepo(dir));
 });
 afterEach(async () => {
   await repo.close();
   await cleanup();
 });
+
+/** The repository's packs, largest first (a small backup has one data pack and one tree pack). */
+async function packsBySize(): Promise<string[]> {
+  const files = (await allFiles(join(dir, 'repo', 'data'))).filter((f) => !f.includes('.tmp-'));
+  const sizes = new Map(await Promise.all(files.map(async (f) => [f, (await stat(f)).size] as const)));
+  return files.sort((a, b) => sizes.get(b)! - sizes.get(a)!);
+}
 
 async function flipByte(file: string, at: number): Promise<void> {
   const fh = await open(file, 'r+');
@@ -35,8 +44,8 @@ for (const encryption of [true, false]) {
     const { snapshotId } = await backup(repo, { source: src, compression: 'zstd', encryption, deduplication: true });
     expect((await verify(repo, snapshotId)).errors).toEqual([]);
 
-    const packs = (await allFiles(join(dir, 'repo', 'data'))).filter((f) => !f.includes('.tmp-'));
-    expect(packs).toHaveLength(1);
+    const packs = await packsBySize();
+    expect(packs).toHaveLength(2);
     await flipByte(packs[0]!, 3 * 1024 * 1024);
 
     const report = await verify(repo, snapshotId);
@@ -60,7 +69,7 @@ it('detects a missing pack', async () => {
   await mkdir(src);
   await writeRandomFile(join(src, 'x.bin'), 1024 * 1024);
   const { snapshotId } = await backup(repo, { source: src, compression: 'zstd', encryption: true, deduplication: true });
-  const [pack] = await allFiles(join(dir, 'repo', 'data'));
+  const [pack] = await packsBySize();
   const { rm } = await import('node:fs/promises');
   await rm(pack!);
   const report = await verify(repo, snapshotId);
@@ -69,13 +78,18 @@ it('detects a missing pack', async () => {
   await expect(restore(repo, snapshotId, { target: join(dir, 'out'), overwrite: 'never' })).rejects.toMatchObject({ code: 'CORRUPT_DATA' });
 });
 
-it('detects a damaged snapshot manifest', async () => {
+it('detects a damaged tree and a damaged snapshot header', async () => {
   const src = join(dir, 'src');
   await mkdir(src);
   await writeRandomFile(join(src, 'x.bin'), 1000);
   const { snapshotId } = await backup(repo, { source: src, compression: 'zstd', encryption: true, deduplication: true });
-  const tree = join(dir, 'repo', 'trees', snapshotId);
-  await flipByte(tree, (await stat(tree)).size - 5);
+  const [, treePack] = await packsBySize();
+  await flipByte(treePack!, 20);
   await expect(restore(repo, snapshotId, { target: join(dir, 'out'), overwrite: 'never' })).rejects.toMatchObject({ code: 'CORRUPT_DATA' });
-  expect((await readFile(join(dir, 'repo', 'snapshots', snapshotId))).length).toBeGreaterThan(0);
+  expect((await verify(repo, snapshotId)).errors).toHaveLength(1);
+  const header = join(dir, 'repo', 'snapshots', snapshotId);
+  await flipByte(header, (await stat(header)).size - 5);
+  const fresh = (await openTestRepo(dir, key)).repo;
+  await expect(restore(fresh, snapshotId, { target: join(dir, 'out2'), overwrite: 'never' })).rejects.toMatchObject({ code: 'CORRUPT_DATA' });
+  expect((await readFile(header)).length).toBeGreaterThan(0);
 });

@@ -3,8 +3,9 @@ import { mkdir, readdir } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { Repository, backup, restore, verify } from './index.ts';
+import { backup, restore, verify } from './index.ts';
 import { describeTree, tempDir, writeRandomFile } from './testing/fixtures.ts';
+import { openTestRepo } from './testing/repo.ts';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -18,9 +19,10 @@ afterEach(async () => {
 });
 
 /** Runs a backup in a child process and SIGKILLs it once it has read `killAfter` bytes. */
-function backupAndKill(repoDir: string, source: string, killAfter: number): Promise<{ killed: boolean; bytesDone: number }> {
-  const child = spawn(process.execPath, [join(import.meta.dirname, 'testing/backup-child.ts'), repoDir, 'pw', 'backup', source], {
+function backupAndKill(repoDir: string, keyHex: string, source: string, killAfter: number): Promise<{ killed: boolean; bytesDone: number }> {
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'testing/backup-child.ts'), repoDir, 'backup', source], {
     stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ENGINE_KEY: keyHex },
   });
   let bytesDone = 0;
   let finished = false;
@@ -37,8 +39,7 @@ it('survives SIGKILL mid-backup: the repository verifies, older snapshots restor
   const src = join(dir, 'src');
   await mkdir(join(src, 'base'), { recursive: true });
   for (let i = 0; i < 3; i++) await writeRandomFile(join(src, 'base', `keep${i}.bin`), 2 * MiB + i);
-  const repoDir = join(dir, 'repo');
-  const repo = await Repository.open(repoDir, { password: 'pw' });
+  const { repo, dir: repoDir, keyHex, reopen } = await openTestRepo(dir);
   const first = await backup(repo, { source: src, compression: 'zstd', encryption: true, deduplication: true });
   const chunksOfFirst = repo.index.size;
   await repo.close();
@@ -48,12 +49,12 @@ it('survives SIGKILL mid-backup: the repository verifies, older snapshots restor
   const bulkBytes = 24 * 12 * MiB;
   for (let i = 0; i < 24; i++) await writeRandomFile(join(src, 'bulk', `f${String(i).padStart(2, '0')}.bin`), 12 * MiB);
 
-  const run = await backupAndKill(repoDir, src, 224 * MiB);
+  const run = await backupAndKill(repoDir, keyHex, src, 224 * MiB);
   expect(run.killed).toBe(true);
   expect(run.bytesDone).toBeLessThan(bulkBytes);
   expect((await readdir(join(repoDir, 'data'), { recursive: true })).length).toBeGreaterThan(8); // it did write packs
 
-  const after = await Repository.open(repoDir, { password: 'pw' });
+  const after = await reopen();
   expect((await after.snapshots()).map((s) => s.id)).toEqual([first.snapshotId]);
   const check = await verify(after);
   expect(check.errors).toEqual([]);
@@ -66,8 +67,8 @@ it('survives SIGKILL mid-backup: the repository verifies, older snapshots restor
   expect(await describeTree(join(dir, 'out-first'))).toEqual(firstTree);
 
   const next = await backup(after, { source: src, compression: 'zstd', encryption: true, deduplication: true });
-  expect(next.errors).toEqual([]);
-  expect(next.filesBackedUp).toBe(27);
+  expect(next.warnings.count).toBe(0);
+  expect(next.files).toBe(27);
   // The base files come from the first snapshot, and the packs the killed backup had indexed are reused.
   expect(next.storedBytes).toBeLessThan(bulkBytes - indexedByKilled * 256 * 1024);
   expect((await verify(after, next.snapshotId)).errors).toEqual([]);

@@ -76,10 +76,26 @@ export function open(key: Key, sealed: Uint8Array, aad?: Uint8Array): Buffer {
   }
 }
 
-export function chunkId(key: Key, plaintext: Uint8Array): string {
-  return createHmac('sha256', key).update(plaintext).digest('hex');
+/** A blob's id: HMAC-SHA-256 of its plaintext under the chunk-id key (32 bytes). */
+export function chunkId(key: Key, plaintext: Uint8Array): Uint8Array {
+  return new Uint8Array(createHmac('sha256', key).update(plaintext).digest());
 }
 
 export function randomId(): string {
   return randomBytes(32).toString('hex');
+}
+
+/** A fresh random repository key. */
+export function newMasterKey(): MasterKey {
+  return { encryption: randomBytes(32), chunkId: randomBytes(32) };
+}
+
+/** The key as 64 bytes (encryption key, then chunk-id key), for a caller that stores it wrapped. */
+export function masterKeyToBytes(key: MasterKey): Buffer {
+  return Buffer.concat([key.encryption, key.chunkId]);
+}
+
+export function masterKeyFromBytes(bytes: Uint8Array): MasterKey {
+  if (bytes.length !== 64) throw new EngineError('WRONG_KEY', 'a repository key is 64 bytes');
+  return { encryption: Buffer.from(bytes.subarray(0, 32)), chunkId: Buffer.from(bytes.subarray(32)) };
 }

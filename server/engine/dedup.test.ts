@@ -1,8 +1,10 @@
 import { copyFile, mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { Repository, backup, restore, verify } from './index.ts';
+import { backup, restore, verify } from './index.ts';
+import type { Repository } from './index.ts';
 import { allFiles, describeTree, tempDir, writeRandomFile } from './testing/fixtures.ts';
+import { openTestRepo } from './testing/repo.ts';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -11,7 +13,7 @@ const MiB = 1024 * 1024;
 
 beforeEach(async () => {
   ({ path: dir, cleanup } = await tempDir());
-  repo = await Repository.open(join(dir, 'repo'), { password: 'pw' });
+  ({ repo } = await openTestRepo(dir));
 });
 afterEach(async () => {
   await repo.close();

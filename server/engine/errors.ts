@@ -1,4 +1,11 @@
-/** Every failure the engine reports carries a stable code (SOURCE_NOT_FOUND, CORRUPT_DATA, CANCELLED, ...). */
+import { StorageFullError, StorageUnavailableError } from './storage/errors.ts';
+
+/**
+ * Every failure the engine reports carries a stable code: SOURCE_NOT_FOUND, SOURCE_UNREADABLE,
+ * SNAPSHOT_NOT_FOUND, PATH_NOT_FOUND, RESTORE_CONFLICT, CORRUPT_DATA, CANCELLED, WRONG_KEY,
+ * WRONG_PASSWORD, KEY_FILE_UNREADABLE, NOT_A_REPOSITORY, UNSUPPORTED_FORMAT, REPOSITORY_CLOSED,
+ * STORAGE_FULL, DESTINATION_UNAVAILABLE, STORAGE_ERROR, INTERNAL_ERROR.
+ */
 export class EngineError extends Error {
   code: string;
   details: Record<string, unknown>;
@@ -21,4 +28,83 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
 
 export function errnoCode(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | undefined)?.code;
+}
+
+/** Waits for `promise`, or rejects with CANCELLED as soon as the signal aborts (the promise is left to settle on its own). */
+export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) {
+    promise.catch(() => {});
+    return Promise.reject(cancelled());
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(cancelled());
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/** The storage's own failures in the engine's vocabulary; anything else is returned unchanged. */
+export function fromStorage(err: unknown): unknown {
+  if (err instanceof EngineError) return err;
+  if (err instanceof StorageFullError) return new EngineError('STORAGE_FULL', 'the repository storage is full', {}, { cause: err });
+  if (err instanceof StorageUnavailableError) {
+    return new EngineError('DESTINATION_UNAVAILABLE', `the repository storage cannot be used: ${err.message}`, {}, { cause: err });
+  }
+  return err;
+}
+
+/** Filesystem errors of a restore target that fail the whole job (the rest become warnings). */
+export function fromTargetFs(err: unknown): unknown {
+  const code = errnoCode(err);
+  if (code === 'ENOSPC' || code === 'EDQUOT') return new EngineError('STORAGE_FULL', 'no space is left on the restore target', {}, { cause: err });
+  if (code === 'EROFS') return new EngineError('RESTORE_CONFLICT', 'the restore target is read-only', {}, { cause: err });
+  return err;
+}
+
+/**
+ * Runs an operation so that a cancel is answered within seconds whatever it is blocked on: when
+ * the signal aborts, `stop` is called (it terminates workers and the like), the operation gets
+ * `grace` ms to wind down (remove its temp files), and CANCELLED is thrown even if it has not.
+ */
+export async function cancellable<T>(signal: AbortSignal | undefined, stop: () => void, run: () => Promise<T>, grace = 3000): Promise<T> {
+  throwIfAborted(signal);
+  const work = run();
+  if (!signal) return work;
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => {
+      stop();
+      const timer = setTimeout(() => reject(cancelled()), grace);
+      work.then(
+        () => {
+          clearTimeout(timer);
+          reject(cancelled());
+        },
+        () => {
+          clearTimeout(timer);
+          reject(cancelled());
+        },
+      );
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  aborted.catch(() => {});
+  try {
+    return await Promise.race([work, aborted]);
+  } catch (err) {
+    if (signal.aborted) throw cancelled();
+    throw err;
+  } finally {
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+  }
 }

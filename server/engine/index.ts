@@ -1,7 +1,10 @@
-/** The backup engine's public surface. It knows nothing of HTTP. */
-export type { Compression, EntryRecord, Overwrite, Progress } from './types.ts';
+/** The backup engine's public surface (documented in README.md). It knows nothing of HTTP. */
+export type { Compression, EntryRecord, Overwrite, Progress, Warning, Warnings } from './types.ts';
 export { EngineError } from './errors.ts';
 export { Repository } from './repository.ts';
+export { newMasterKey, masterKeyFromBytes, masterKeyToBytes } from './crypto.ts';
+export type { MasterKey } from './crypto.ts';
+export { hasLegacyKeys, unlockLegacyKey } from './keys.ts';
 export type { Secret } from './keys.ts';
 export { backup } from './backup.ts';
 export type { BackupOptions, BackupResult } from './backup.ts';

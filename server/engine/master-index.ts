@@ -1,73 +1,98 @@
+import { BlobTable } from './blob-table.ts';
+import type { BlobLocation, BlobType } from './blob-table.ts';
+import { ByteReader, ByteWriter, fromHex } from './codec.ts';
 import type { MasterKey } from './crypto.ts';
 import { randomId } from './crypto.ts';
-import { decodeMeta, encodeMeta } from './meta.ts';
-import { fromRow, toRow } from './pack.ts';
-import type { BlobRow, PackedBlob } from './pack.ts';
-import { listAll, type Backend } from './storage/backend.ts';
+import { EngineError } from './errors.ts';
+import { decodeAnyMeta, encodeBinaryMeta } from './meta.ts';
+import { readBlobList, writeBlobList } from './pack.ts';
+import type { FinishedPack } from './pack.ts';
+import type { Backend } from './storage/backend.ts';
+import type { CompressionCode } from './types.ts';
 
 /**
- * Where every stored blob lives. Index files (index/<random id>) are written by each backup
- * for the packs it has finished, never rewritten, so concurrent writers do not conflict.
- * A blob is looked up by id and by whether its stored copy is encrypted: a plaintext copy
- * never satisfies an encrypted backup.
+ * Where every stored blob lives. Index files (index/<random id>) are written by each backup for
+ * the packs it has finished and never rewritten, so concurrent writers do not conflict. They are
+ * loaded into one compact BlobTable (see blob-table.ts for its cost per blob).
+ *
+ * Index file, format 2 (binary meta): u8 2 | varint packs | per pack: id (32) | blob list (pack.ts).
+ * Format 1 (JSON meta, read only): { packs: [{ id, blobs: [[id, encrypted, comp, offset, length, rawLength]] }] },
+ * every blob a data blob.
  */
-export interface BlobLocation extends PackedBlob {
-  pack: string;
-}
+const INDEX_VERSION = 2;
+const LOAD_CONCURRENCY = 8;
 
-interface IndexFileJson {
-  packs: { id: string; blobs: BlobRow[] }[];
-}
-
-function dedupKey(id: string, encrypted: boolean): string {
-  return encrypted ? `${id}e` : `${id}p`;
-}
+type V1Row = [id: string, encrypted: 0 | 1, comp: CompressionCode, offset: number, length: number, rawLength: number];
 
 export class MasterIndex {
-  private readonly blobs = new Map<string, BlobLocation>();
+  readonly table = new BlobTable();
   private readonly loaded = new Set<string>();
 
-  add(pack: string, blob: PackedBlob): void {
-    const key = dedupKey(blob.id, blob.encrypted);
-    if (!this.blobs.has(key)) this.blobs.set(key, { ...blob, pack });
+  has(id: Uint8Array, type: BlobType, encrypted: boolean): boolean {
+    return this.table.has(id, type, encrypted);
   }
 
-  has(id: string, encrypted: boolean): boolean {
-    return this.blobs.has(dedupKey(id, encrypted));
-  }
-
-  /** Any stored copy of the chunk, preferring the encrypted one. */
-  find(id: string): BlobLocation | undefined {
-    return this.blobs.get(dedupKey(id, true)) ?? this.blobs.get(dedupKey(id, false));
-  }
-
-  all(): IterableIterator<BlobLocation> {
-    return this.blobs.values();
+  /** Any stored copy of the blob, preferring the encrypted one. */
+  find(id: Uint8Array, type: BlobType): BlobLocation | undefined {
+    const slot = this.table.find(id, type);
+    return slot < 0 ? undefined : this.table.location(slot);
   }
 
   get size(): number {
-    return this.blobs.size;
+    return this.table.size;
   }
 
   /** Loads the index files not seen yet. */
   async refresh(backend: Backend, key: MasterKey): Promise<void> {
-    const names = (await listAll(backend, 'index/')).map((o) => o.name).filter((n) => !this.loaded.has(n));
-    const files = await Promise.all(names.map(async (n) => [n, await backend.load(n)] as const));
-    for (const [name, data] of files) {
-      const json = decodeMeta<IndexFileJson>(key, 'index', data, name);
-      for (const p of json.packs) for (const row of p.blobs) this.add(p.id, fromRow(row));
-      this.loaded.add(name);
-    }
+    const names: string[] = [];
+    for await (const { name } of backend.list('index/')) if (!this.loaded.has(name)) names.push(name);
+    let next = 0;
+    const loader = async (): Promise<void> => {
+      while (next < names.length) {
+        const name = names[next++]!;
+        this.addFile(key, name, await backend.load(name));
+      }
+    };
+    await Promise.all(Array.from({ length: LOAD_CONCURRENCY }, loader));
   }
 
-  /** Writes an index file for finished packs and records it as loaded; returns its size. */
-  async write(backend: Backend, key: MasterKey, packs: { id: string; blobs: PackedBlob[] }[]): Promise<number> {
-    const json: IndexFileJson = { packs: packs.map((p) => ({ id: p.id, blobs: p.blobs.map(toRow) })) };
-    const data = encodeMeta(key, 'index', json);
+  private addFile(key: MasterKey, name: string, data: Uint8Array): void {
+    const meta = decodeAnyMeta(key, 'index', data, name);
+    if ('json' in meta) {
+      for (const p of (meta.json as { packs: { id: string; blobs: V1Row[] }[] }).packs) {
+        const pack = this.table.packNumber(fromHex(p.id));
+        for (const [id, enc, comp, offset, length, raw] of p.blobs) this.table.add(fromHex(id), 'data', enc === 1, comp, pack, offset, length, raw);
+      }
+    } else {
+      const r = new ByteReader(meta.binary, name);
+      if (r.u8() !== INDEX_VERSION) throw new EngineError('CORRUPT_DATA', `${name}: unknown index version`, { object: name });
+      const packs = r.varint();
+      for (let i = 0; i < packs; i++) {
+        const pack = this.table.packNumber(r.raw(32));
+        const { blobs } = readBlobList(r, name);
+        for (const b of blobs) this.table.add(b.id, b.type, b.encrypted, b.comp, pack, b.offset, b.length, b.rawLength);
+      }
+    }
+    this.loaded.add(name);
+  }
+
+  /** Writes an index file for finished packs and adds them here; returns its size. */
+  async write(backend: Backend, key: MasterKey, packs: readonly FinishedPack[]): Promise<number> {
+    const w = new ByteWriter();
+    w.u8(INDEX_VERSION);
+    w.varint(packs.length);
+    for (const p of packs) {
+      w.raw(p.id);
+      writeBlobList(w, p.type, p.blobs);
+    }
+    const data = encodeBinaryMeta(key, 'index', w.finish());
     const name = `index/${randomId()}`;
     await backend.save(name, [data]);
     this.loaded.add(name);
-    for (const p of packs) for (const b of p.blobs) this.add(p.id, b);
+    for (const p of packs) {
+      const pack = this.table.packNumber(p.id);
+      for (const b of p.blobs) this.table.add(b.id, b.type, b.encrypted, b.comp, pack, b.offset, b.length, b.rawLength);
+    }
     return data.length;
   }
 }

@@ -4,12 +4,14 @@ import type { BlobRef, EncodedBlob } from './blob.ts';
 import type { MasterKey } from './crypto.ts';
 import { EngineError } from './errors.ts';
 import type { CompressionCode } from './types.ts';
-import type { SmallFile, SmallFileResult, WorkerRequest } from './worker.ts';
+import type { DirListing, DirRequest, SourceFile, SourceFileResult, WorkerRequest } from './worker.ts';
 
 /**
- * A fixed set of worker threads for the CPU-heavy work. Single chunks are gathered into
- * batches (one message per ~1 MiB or 256 items) so small files do not pay a round trip each;
- * buffers are transferred, not copied.
+ * The worker threads of one operation (a backup, a restore, a verify) for the CPU-heavy work and
+ * the source's file system calls. Items are gathered into batches (one message per ~1 MiB or 256
+ * items) so small files do not pay a round trip each; buffers are transferred, not copied.
+ * Because the pool belongs to one operation, `close()` can terminate its workers at once, even
+ * one stuck in a system call, without touching any other job.
  */
 export interface EncodeOptions {
   comp: CompressionCode;
@@ -35,23 +37,29 @@ interface Batch {
 
 const BATCH_BYTES = 1 << 20;
 const BATCH_ITEMS = 256;
+/** A worker that keeps dying is not replaced beyond this. */
+const MAX_RESPAWNS = 10;
 
 export class WorkerPool {
   private readonly slots: Slot[] = [];
-  private readonly keys = new Map<number, MasterKey>();
+  private readonly key: MasterKey;
   private readonly batches = new Map<string, Batch>();
-  private nextRef = 1;
   private respawns = 0;
   private nextSeq = 1;
   private flushScheduled = false;
+  private closed = false;
 
-  constructor(size = Math.min(Math.max(availableParallelism(), 1), 8)) {
+  constructor(key: MasterKey, size = Math.min(Math.max(availableParallelism(), 1), 8)) {
+    this.key = key;
     for (let i = 0; i < size; i++) this.slots.push(this.spawn());
   }
 
   private spawn(): Slot {
     // A small young generation: the workers' objects are short-lived, and V8's default lets each hold tens of MB.
-    const worker = new Worker(new URL('./worker.ts', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: 8 } });
+    const worker = new Worker(new URL('./worker.ts', import.meta.url), {
+      workerData: { encryption: new Uint8Array(this.key.encryption), chunkId: new Uint8Array(this.key.chunkId) },
+      resourceLimits: { maxYoungGenerationSizeMb: 8 },
+    });
     worker.unref();
     const slot: Slot = { worker, pendingBytes: 0, pending: new Map() };
     worker.on('message', (msg: { seq: number; results?: unknown[]; error?: { code: string; message: string } }) => {
@@ -71,71 +79,77 @@ export class WorkerPool {
   private fail(slot: Slot, err: Error): void {
     const index = this.slots.indexOf(slot);
     if (index < 0) return;
-    for (const p of slot.pending.values()) p.settle.reject(new EngineError('INTERNAL_ERROR', `worker failed: ${err.message}`));
+    const reason = this.closed ? new EngineError('CANCELLED', 'the operation was stopped') : new EngineError('INTERNAL_ERROR', `worker failed: ${err.message}`);
+    for (const p of slot.pending.values()) p.settle.reject(reason);
     slot.pending.clear();
-    if (++this.respawns > 10) {
-      this.slots.splice(index, 1); // a worker that keeps dying is not replaced
+    if (this.closed || ++this.respawns > MAX_RESPAWNS) {
+      this.slots.splice(index, 1);
       return;
     }
-    const fresh = this.spawn();
-    for (const [ref, key] of this.keys) fresh.worker.postMessage(keyMessage(ref, key));
-    this.slots[index] = fresh;
+    this.slots[index] = this.spawn();
   }
 
-  registerKey(key: MasterKey): number {
-    const ref = this.nextRef++;
-    this.keys.set(ref, key);
-    for (const slot of this.slots) slot.worker.postMessage(keyMessage(ref, key));
-    return ref;
-  }
-
-  forgetKey(ref: number): void {
-    this.keys.delete(ref);
-    for (const slot of this.slots) slot.worker.postMessage({ type: 'forget', ref } satisfies WorkerRequest);
+  /** Terminates every worker now; whatever is pending rejects with CANCELLED. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const slot of [...this.slots]) {
+      void slot.worker.terminate();
+      this.fail(slot, new Error('closed'));
+    }
+    for (const batch of this.batches.values()) for (const s of batch.settles) s.reject(new EngineError('CANCELLED', 'the operation was stopped'));
+    this.batches.clear();
   }
 
   private post(build: (seq: number) => WorkerRequest, transfer: ArrayBuffer[], bytes: number): Promise<unknown[]> {
     let slot = this.slots[0];
+    if (this.closed) return Promise.reject(new EngineError('CANCELLED', 'the operation was stopped'));
     if (!slot) return Promise.reject(new EngineError('INTERNAL_ERROR', 'no worker is running'));
     for (const s of this.slots) if (s.pendingBytes < slot.pendingBytes) slot = s;
     const seq = this.nextSeq++;
     const chosen = slot;
     return new Promise((resolve, reject) => {
-      const slot = chosen;
-      slot.pending.set(seq, { settle: { resolve: resolve as (v: unknown) => void, reject }, bytes });
-      slot.pendingBytes += bytes;
-      slot.worker.ref();
-      slot.worker.postMessage(build(seq), transfer);
+      chosen.pending.set(seq, { settle: { resolve: resolve as (v: unknown) => void, reject }, bytes });
+      chosen.pendingBytes += bytes;
+      chosen.worker.ref();
+      chosen.worker.postMessage(build(seq), transfer);
     });
   }
 
-  /** Hash, compress and (optionally) encrypt one chunk. The chunk's buffer is transferred away. */
-  encode(ref: number, opts: EncodeOptions, chunk: Uint8Array): Promise<EncodedBlob> {
-    const key = `e:${ref}:${opts.comp}:${opts.level}:${opts.encrypt}`;
+  /** Hash, compress and (optionally) encrypt one blob. The buffer is transferred away. */
+  encode(opts: EncodeOptions, chunk: Uint8Array): Promise<EncodedBlob> {
+    const key = `e:${opts.comp}:${opts.level}:${opts.encrypt}`;
     return this.enqueue(key, chunk, chunk.buffer as ArrayBuffer, chunk.length, (items, transfer) =>
-      this.post((seq) => ({ type: 'encode', seq, ref, ...opts, items: items as Uint8Array[] }), transfer, sum(items as Uint8Array[])),
+      this.post((seq) => ({ type: 'encode', seq, ...opts, items: items as Uint8Array[] }), transfer, sum(items as Uint8Array[])),
     ) as Promise<EncodedBlob>;
   }
 
-  /** Read a small file in a worker and encode it as one chunk (with its sha256). */
-  encodeFile(ref: number, opts: EncodeOptions, file: SmallFile): Promise<SmallFileResult> {
-    const key = `f:${ref}:${opts.comp}:${opts.level}:${opts.encrypt}`;
+  /** Read a small file through its directory handle and encode it as one chunk (with its sha256). */
+  encodeFile(opts: EncodeOptions, file: SourceFile): Promise<SourceFileResult> {
+    const key = `f:${opts.comp}:${opts.level}:${opts.encrypt}`;
     return this.enqueue(key, file, null, file.size, (items, transfer) =>
-      this.post((seq) => ({ type: 'encodeFiles', seq, ref, ...opts, items: items as SmallFile[] }), transfer, (items as SmallFile[]).reduce((n, f) => n + f.size, 0)),
-    ) as Promise<SmallFileResult>;
+      this.post((seq) => ({ type: 'encodeFiles', seq, ...opts, items: items as SourceFile[] }), transfer, (items as SourceFile[]).reduce((n, f) => n + f.size, 0)),
+    ) as Promise<SourceFileResult>;
+  }
+
+  /** List an open directory of the source, with every entry's lstat (and a symlink's target). */
+  async listDir(req: DirRequest): Promise<DirListing> {
+    const [result] = await this.post((seq) => ({ type: 'listDir', seq, items: [req] }), [], 0);
+    return result as DirListing;
   }
 
   /** Decrypt, decompress and check one stored blob; rejects with CORRUPT_DATA on mismatch. */
-  async decode(ref: number, blob: BlobRef, data: Uint8Array): Promise<Uint8Array> {
+  async decode(blob: BlobRef, data: Uint8Array): Promise<Uint8Array> {
     const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : new Uint8Array(data);
-    const result = (await this.enqueue(`d:${ref}`, { ref: blob, data: owned }, owned.buffer as ArrayBuffer, owned.length, (items, transfer) =>
-      this.post((seq) => ({ type: 'decode', seq, ref, items: items as { ref: BlobRef; data: Uint8Array }[] }), transfer, transfer.reduce((n, b) => n + b.byteLength, 0)),
+    const result = (await this.enqueue('d', { ref: blob, data: owned }, owned.buffer as ArrayBuffer, owned.length, (items, transfer) =>
+      this.post((seq) => ({ type: 'decode', seq, items: items as { ref: BlobRef; data: Uint8Array }[] }), transfer, transfer.reduce((n, b) => n + b.byteLength, 0)),
     )) as { data?: Uint8Array; error?: { code: string; message: string } };
-    if (result.error) throw new EngineError(result.error.code, result.error.message, { chunk: blob.id });
+    if (result.error) throw new EngineError(result.error.code, result.error.message, { chunk: Buffer.from(blob.id).toString('hex') });
     return result.data!;
   }
 
   private enqueue(key: string, item: unknown, buffer: ArrayBuffer | null, bytes: number, send: Batch['send']): Promise<unknown> {
+    if (this.closed) return Promise.reject(new EngineError('CANCELLED', 'the operation was stopped'));
     let batch = this.batches.get(key);
     if (!batch) {
       batch = { send, items: [], transfer: [], settles: [], bytes: 0 };
@@ -160,23 +174,11 @@ export class WorkerPool {
     this.batches.delete(key);
     batch.send(batch.items, batch.transfer).then(
       (results) => batch.settles.forEach((s, i) => s.resolve(results[i])),
-      (err) => batch.settles.forEach((s) => s.reject(err)),
+      (err: unknown) => batch.settles.forEach((s) => s.reject(err)),
     );
   }
 }
 
-function keyMessage(ref: number, key: MasterKey): WorkerRequest {
-  return { type: 'key', ref, encryption: new Uint8Array(key.encryption), chunkId: new Uint8Array(key.chunkId) };
-}
-
 function sum(items: Uint8Array[]): number {
   return items.reduce((n, b) => n + b.length, 0);
-}
-
-let shared: WorkerPool | undefined;
-
-/** The process-wide pool, started on first use. */
-export function sharedPool(): WorkerPool {
-  shared ??= new WorkerPool();
-  return shared;
 }

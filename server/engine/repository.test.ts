@@ -1,9 +1,10 @@
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Repository, backup, listEntries, restore, verify } from './index.ts';
+import { Repository, backup, listEntries, masterKeyFromBytes, masterKeyToBytes, newMasterKey, restore, verify } from './index.ts';
+import { LocalBackend } from './storage/local.ts';
 import { describeTree, tempDir, writeRandomFile } from './testing/fixtures.ts';
+import { openTestRepo, t } from './testing/repo.ts';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -16,52 +17,44 @@ afterEach(async () => {
 });
 
 describe('opening', () => {
-  it('creates the layout on first open and reopens with the same password', async () => {
-    const repo = await Repository.open(join(dir, 'repo'), { password: 'pw' });
+  it('creates only a config on first open, and reopens with the same key', async () => {
+    const { repo, reopen } = await openTestRepo(dir);
     await repo.close();
-    expect((await readdir(join(dir, 'repo'))).sort()).toEqual(['config', 'keys']);
-    const again = await Repository.open(join(dir, 'repo'), { password: 'pw' });
+    expect((await readdir(join(dir, 'repo'))).sort()).toEqual(['config']);
+    const again = await reopen();
     expect(again.id).toBe(repo.id);
+    expect(again.version).toBe(2);
     await again.close();
   });
 
-  it('rejects a wrong password with WRONG_PASSWORD', async () => {
-    (await Repository.open(join(dir, 'repo'), { password: 'pw' })).close();
-    await expect(Repository.open(join(dir, 'repo'), { password: 'nope' })).rejects.toMatchObject({ code: 'WRONG_PASSWORD' });
+  it('rejects another key with WRONG_KEY', async () => {
+    await openTestRepo(dir);
+    await expect(Repository.open(new LocalBackend(join(dir, 'repo')), newMasterKey())).rejects.toMatchObject({ code: 'WRONG_KEY' });
   });
 
-  it('works with a key file, and a different key file does not open it', async () => {
-    await writeFile(join(dir, 'key'), randomBytes(64));
-    await writeFile(join(dir, 'other'), randomBytes(64));
-    const repo = await Repository.open(join(dir, 'repo'), { keyFile: join(dir, 'key') });
-    const src = join(dir, 'src');
-    await mkdir(src);
-    await writeFile(join(src, 'f'), 'data');
-    const { snapshotId } = await backup(repo, { source: src, compression: 'zstd', encryption: true, deduplication: true });
-    await repo.close();
-    const again = await Repository.open(join(dir, 'repo'), { keyFile: join(dir, 'key') });
-    await restore(again, snapshotId, { target: join(dir, 'out'), overwrite: 'never' });
-    expect(await readFile(join(dir, 'out/f'), 'utf8')).toBe('data');
-    await again.close();
-    await expect(Repository.open(join(dir, 'repo'), { keyFile: join(dir, 'other') })).rejects.toMatchObject({ code: 'WRONG_PASSWORD' });
-    await expect(Repository.open(join(dir, 'repo'), { keyFile: join(dir, 'missing') })).rejects.toMatchObject({ code: 'KEY_FILE_UNREADABLE' });
+  it('gives the key back from its 64-byte form', async () => {
+    const key = newMasterKey();
+    const { repo } = await openTestRepo(dir, key);
+    const again = await Repository.open(new LocalBackend(join(dir, 'repo')), masterKeyFromBytes(masterKeyToBytes(key)));
+    expect(again.id).toBe(repo.id);
+    expect(() => masterKeyFromBytes(new Uint8Array(10))).toThrow(/64 bytes/);
   });
 
-  it('refuses a non-empty directory that holds no repository', async () => {
+  it('refuses storage that holds objects but no repository', async () => {
     await mkdir(join(dir, 'busy'));
     await writeFile(join(dir, 'busy', 'file.txt'), 'x');
-    await expect(Repository.open(join(dir, 'busy'), { password: 'pw' })).rejects.toMatchObject({ code: 'NOT_A_REPOSITORY' });
+    await expect(Repository.open(new LocalBackend(join(dir, 'busy')), newMasterKey())).rejects.toMatchObject({ code: 'NOT_A_REPOSITORY' });
   });
 
   it('initialises once when opened concurrently', async () => {
-    const repos = await Promise.all([1, 2, 3].map(() => Repository.open(join(dir, 'repo'), { password: 'pw' })));
+    const key = newMasterKey();
+    const repos = await Promise.all([1, 2, 3].map(() => Repository.open(new LocalBackend(join(dir, 'repo')), key)));
     expect(new Set(repos.map((r) => r.id)).size).toBe(1);
-    expect(await readdir(join(dir, 'repo', 'keys'))).toHaveLength(1);
     await Promise.all(repos.map((r) => r.close()));
   });
 
   it('refuses work after close', async () => {
-    const repo = await Repository.open(join(dir, 'repo'), { password: 'pw' });
+    const { repo } = await openTestRepo(dir);
     await repo.close();
     await expect(verify(repo)).rejects.toMatchObject({ code: 'REPOSITORY_CLOSED' });
   });
@@ -69,8 +62,8 @@ describe('opening', () => {
 
 describe('concurrency', () => {
   it('runs two backups into the same repository at once, plus a restore and a verify meanwhile', async () => {
-    const repoA = await Repository.open(join(dir, 'repo'), { password: 'pw' });
-    const repoB = await Repository.open(join(dir, 'repo'), { password: 'pw' });
+    const { repo: repoA, reopen } = await openTestRepo(dir);
+    const repoB = await reopen();
     const srcA = join(dir, 'a');
     const srcB = join(dir, 'b');
     await mkdir(srcA);
@@ -89,6 +82,7 @@ describe('concurrency', () => {
       verify(repoB, first.snapshotId),
     ]);
     expect(restored.filesRestored).toBe(1);
+    expect(a.warnings.count + b.warnings.count).toBe(0);
     expect(checked.errors).toEqual([]);
     expect((await verify(repoA)).errors).toEqual([]);
     await restore(repoB, a.snapshotId, { target: join(dir, 'out-a'), overwrite: 'never' });
@@ -97,7 +91,7 @@ describe('concurrency', () => {
     expect(await describeTree(join(dir, 'out-b'))).toEqual(await describeTree(srcB));
     expect((await repoA.snapshots()).map((s) => s.id).sort()).toEqual([first.snapshotId, a.snapshotId, b.snapshotId].sort());
     const listed: string[] = [];
-    for await (const e of listEntries(repoB, a.snapshotId)) listed.push(e.path);
+    for await (const e of listEntries(repoB, a.snapshotId)) listed.push(t(e.path));
     expect(listed).toContain('shared');
     await repoA.close();
     await repoB.close();

@@ -1,170 +1,162 @@
-import { randomBytes } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { createSecretKey, randomBytes } from 'node:crypto';
 import { Chunker, DEFAULT_CHUNKER, gearTable } from './chunker.ts';
 import type { ChunkerParams } from './chunker.ts';
-import type { MasterKey } from './crypto.ts';
-import { EngineError, errnoCode } from './errors.ts';
-import { newMasterKey, unlock, writeKey } from './keys.ts';
-import type { Secret } from './keys.ts';
+import type { BlobKeys, MasterKey } from './crypto.ts';
+import { EngineError, fromStorage } from './errors.ts';
+import { fromV1Header } from './legacy.ts';
 import { MasterIndex } from './master-index.ts';
 import { decodeMeta, encodeMeta } from './meta.ts';
-import { sharedPool } from './pool.ts';
-import type { WorkerPool } from './pool.ts';
 import { SNAPSHOT_ID } from './snapshot.ts';
-import type { SnapshotHeader, TreeEntry } from './snapshot.ts';
-import { LocalBackend } from './storage/local.ts';
-import { listAll, type Backend } from './storage/backend.ts';
+import type { SnapshotHeader } from './snapshot.ts';
+import type { Backend } from './storage/backend.ts';
 import { ObjectNotFoundError } from './storage/errors.ts';
 
 /**
- * One repository: its storage, unlocked master key, chunker, and the index of stored blobs.
- * Layout: config, keys/, data/ (packs), index/, trees/, snapshots/.
+ * One repository on a storage backend, opened with its key: config, the index of stored blobs,
+ * snapshot headers. Layout (format 2): config, data/ (packs), index/, snapshots/. A format-1
+ * repository also holds keys/ and trees/; it is read as it is, and new backups into it are
+ * written in format 2 (see the engine README).
  */
 interface ConfigJson {
-  version: 1;
+  version: 1 | 2;
   id: string;
   chunker: ChunkerParams;
   gearSeed: string;
   created: string;
 }
 
-const LAYOUT = new Set(['config', 'keys', 'data', 'index', 'trees', 'snapshots']);
-const opening = new Map<string, Promise<unknown>>();
-
-/** Opens of one directory in this process run one at a time, so two first opens do not both initialise. */
-async function serialized<T>(dir: string, fn: () => Promise<T>): Promise<T> {
-  const previous = opening.get(dir) ?? Promise.resolve();
-  const run = previous.catch(() => {}).then(fn);
-  opening.set(dir, run);
-  try {
-    return await run;
-  } finally {
-    if (opening.get(dir) === run) opening.delete(dir);
-  }
-}
+export const FORMAT_VERSION = 2;
+/** Snapshot headers kept decoded (they never change); a bound, so memory does not grow with their number. */
+const HEADER_CACHE = 4096;
 
 export class Repository {
-  readonly dir: string;
   readonly backend: Backend;
   readonly key: MasterKey;
+  /** The key imported once for this thread's own blob work (tree encoding and decoding). */
+  readonly blobKeys: BlobKeys;
   readonly id: string;
+  /** The config's format version: 2, or 1 for a repository created by 1.0.0. */
+  readonly version: 1 | 2;
   readonly chunker: Chunker;
   readonly index = new MasterIndex();
-  readonly pool: WorkerPool;
-  readonly keyRef: number;
   private closed = false;
   private readonly headers = new Map<string, SnapshotHeader>();
 
-  private constructor(dir: string, backend: Backend, key: MasterKey, config: ConfigJson) {
-    this.dir = dir;
+  private constructor(backend: Backend, key: MasterKey, config: ConfigJson) {
     this.backend = backend;
     this.key = key;
+    this.blobKeys = { encryption: createSecretKey(key.encryption), chunkId: createSecretKey(key.chunkId) };
     this.id = config.id;
+    this.version = config.version;
     this.chunker = new Chunker(gearTable(Buffer.from(config.gearSeed, 'base64')), config.chunker);
-    this.pool = sharedPool();
-    this.keyRef = this.pool.registerKey(key);
   }
 
-  /** Opens the repository in `dir`, creating it when the directory is missing or empty. */
-  static async open(dir: string, secret: Secret): Promise<Repository> {
-    const root = resolve(dir);
-    const backend = new LocalBackend(root);
-    const repo = await serialized(root, async () => {
-      if (!(await exists(backend, 'config'))) {
-        const created = await initialise(root, backend, secret);
-        if (created) return new Repository(root, backend, created.key, created.config);
+  /**
+   * Opens the repository on `backend` with its key, initialising an empty backend (the config is
+   * created only if absent, so two first opens agree). NOT_A_REPOSITORY when the backend holds
+   * other objects but no config; WRONG_KEY when the key does not open the config.
+   */
+  static async open(backend: Backend, key: MasterKey): Promise<Repository> {
+    try {
+      let data = await loadIfPresent(backend, 'config');
+      if (!data) {
+        for await (const other of backend.list('')) {
+          throw new EngineError('NOT_A_REPOSITORY', `${backend.location} holds objects but no repository`, { location: backend.location, object: other.name });
+        }
+        const config: ConfigJson = {
+          version: FORMAT_VERSION,
+          id: randomBytes(32).toString('hex'),
+          chunker: DEFAULT_CHUNKER,
+          gearSeed: randomBytes(32).toString('base64'),
+          created: new Date().toISOString(),
+        };
+        const encoded = encodeMeta(key, 'config', config);
+        if (await backend.save('config', [encoded], { ifAbsent: true })) data = encoded;
+        else data = await backend.load('config'); // another opener created it first
       }
-      const key = await unlock(backend, secret);
-      const config = decodeMeta<ConfigJson>(key, 'config', await backend.load('config'), 'config');
-      return new Repository(root, backend, key, config);
-    });
-    await repo.index.refresh(repo.backend, repo.key);
-    return repo;
+      let config: ConfigJson;
+      try {
+        config = decodeMeta<ConfigJson>(key, 'config', data, 'config');
+      } catch {
+        throw new EngineError('WRONG_KEY', 'the key does not open this repository (or its config is damaged)', { location: backend.location });
+      }
+      if (config.version !== 1 && config.version !== 2) {
+        throw new EngineError('UNSUPPORTED_FORMAT', `repository format ${String(config.version)} is newer than this engine reads`, { version: config.version });
+      }
+      const repo = new Repository(backend, key, config);
+      await repo.refreshIndex();
+      return repo;
+    } catch (err) {
+      throw fromStorage(err);
+    }
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
     this.closed = true;
-    this.pool.forgetKey(this.keyRef);
   }
 
   assertOpen(): void {
     if (this.closed) throw new EngineError('REPOSITORY_CLOSED', 'the repository is closed');
   }
 
+  /** Loads index files written since (by this or another writer). */
   async refreshIndex(): Promise<void> {
-    await this.index.refresh(this.backend, this.key);
+    try {
+      await this.index.refresh(this.backend, this.key);
+    } catch (err) {
+      throw fromStorage(err);
+    }
   }
 
-  async saveMeta(name: string, kind: 'snapshot' | 'tree' | 'index', value: unknown): Promise<number> {
-    const data = encodeMeta(this.key, kind, value);
-    await this.backend.save(name, [data]);
+  /** Saves a snapshot header (the commit point of a backup); returns its size. */
+  async saveSnapshot(header: SnapshotHeader): Promise<number> {
+    const data = encodeMeta(this.key, 'snapshot', header);
+    await this.backend.save(`snapshots/${header.id}`, [data]);
+    this.remember(header);
     return data.length;
   }
 
+  /** Every snapshot, oldest first (headers only). */
   async snapshots(): Promise<SnapshotHeader[]> {
     const out: SnapshotHeader[] = [];
-    for (const { name } of await listAll(this.backend, 'snapshots/')) {
-      const id = name.slice('snapshots/'.length);
-      out.push(await this.snapshot(id));
+    try {
+      for await (const { name } of this.backend.list('snapshots/')) {
+        const id = name.slice('snapshots/'.length);
+        if (SNAPSHOT_ID.test(id)) out.push(await this.snapshot(id));
+      }
+    } catch (err) {
+      throw fromStorage(err);
     }
-    return out.sort((a, b) => a.time.localeCompare(b.time));
+    return out.sort((a, b) => a.time.localeCompare(b.time) || a.id.localeCompare(b.id));
   }
 
   async snapshot(id: string): Promise<SnapshotHeader> {
     const cached = this.headers.get(id);
     if (cached) return cached;
-    if (!SNAPSHOT_ID.test(id)) throw new EngineError('SNAPSHOT_NOT_FOUND', `no snapshot ${id}`, { snapshotId: id });
-    let data: Uint8Array;
-    try {
-      data = await this.backend.load(`snapshots/${id}`);
-    } catch (err) {
-      if (err instanceof ObjectNotFoundError) throw new EngineError('SNAPSHOT_NOT_FOUND', `no snapshot ${id}`, { snapshotId: id });
-      throw err;
-    }
-    const header = decodeMeta<SnapshotHeader>(this.key, 'snapshot', data, `snapshots/${id}`);
-    this.headers.set(id, header);
+    const missing = new EngineError('SNAPSHOT_NOT_FOUND', `no snapshot ${id}`, { snapshotId: id });
+    if (!SNAPSHOT_ID.test(id)) throw missing;
+    const data = await loadIfPresent(this.backend, `snapshots/${id}`).catch((err: unknown) => {
+      throw fromStorage(err);
+    });
+    if (!data) throw missing;
+    const raw = decodeMeta<{ version: number }>(this.key, 'snapshot', data, `snapshots/${id}`);
+    const header = raw.version === 1 ? fromV1Header(raw as Parameters<typeof fromV1Header>[0]) : (raw as SnapshotHeader);
+    if (header.id !== id) throw new EngineError('CORRUPT_DATA', `snapshots/${id} names another snapshot`, { object: `snapshots/${id}` });
+    this.remember(header);
     return header;
   }
 
-  async tree(id: string): Promise<TreeEntry[]> {
-    await this.snapshot(id);
-    return decodeMeta<TreeEntry[]>(this.key, 'tree', await this.backend.load(`trees/${id}`), `trees/${id}`);
+  private remember(header: SnapshotHeader): void {
+    if (this.headers.size >= HEADER_CACHE) this.headers.clear();
+    this.headers.set(header.id, header);
   }
 }
 
-async function initialise(root: string, backend: Backend, secret: Secret): Promise<{ key: MasterKey; config: ConfigJson } | null> {
-  let names: string[] = [];
+async function loadIfPresent(backend: Backend, name: string): Promise<Uint8Array | null> {
   try {
-    names = await readdir(root);
+    return await backend.load(name);
   } catch (err) {
-    if (errnoCode(err) !== 'ENOENT') throw err;
-  }
-  const foreign = names.filter((n) => !n.startsWith('.') && !LAYOUT.has(n));
-  if (foreign.length > 0 || (await listAll(backend, 'snapshots/')).length > 0) {
-    throw new EngineError('NOT_A_REPOSITORY', `${root} is not empty and holds no repository`, { path: root });
-  }
-  const key = newMasterKey();
-  const config: ConfigJson = {
-    version: 1,
-    id: randomBytes(32).toString('hex'),
-    chunker: DEFAULT_CHUNKER,
-    gearSeed: randomBytes(32).toString('base64'),
-    created: new Date().toISOString(),
-  };
-  const keyId = await writeKey(backend, secret, key);
-  if (await backend.save('config', [encodeMeta(key, 'config', config)], { ifAbsent: true })) return { key, config };
-  await backend.remove(`keys/${keyId}`); // another process initialised it first
-  return null;
-}
-
-async function exists(backend: Backend, name: string): Promise<boolean> {
-  try {
-    await backend.stat(name);
-    return true;
-  } catch (err) {
-    if (err instanceof ObjectNotFoundError) return false;
+    if (err instanceof ObjectNotFoundError) return null;
     throw err;
   }
 }

@@ -1,8 +1,10 @@
 import { mkdir, readFile, readdir, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Repository, backup, restore } from './index.ts';
+import { backup, restore } from './index.ts';
+import type { Repository } from './index.ts';
 import { describeTree, tempDir } from './testing/fixtures.ts';
+import { b, openTestRepo } from './testing/repo.ts';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -12,7 +14,7 @@ let src: string;
 
 beforeEach(async () => {
   ({ path: dir, cleanup } = await tempDir());
-  repo = await Repository.open(join(dir, 'repo'), { password: 'pw' });
+  ({ repo } = await openTestRepo(dir));
   src = join(dir, 'src');
   await mkdir(join(src, 'a/b'), { recursive: true });
   await mkdir(join(src, 'c'));
@@ -30,16 +32,16 @@ afterEach(async () => {
 describe('subset restore', () => {
   it('restores only the named files and directories, keeping their relative paths', async () => {
     const out = join(dir, 'out');
-    const result = await restore(repo, snapshotId, { target: out, paths: ['a/b', 'top.txt'], overwrite: 'never' });
-    expect(result).toEqual({ filesRestored: 2, filesSkipped: 0, sizeBytes: 6 });
+    const result = await restore(repo, snapshotId, { target: out, paths: [b('a/b'), b('top.txt')], overwrite: 'never' });
+    expect(result).toEqual({ filesRestored: 2, filesSkipped: 0, sizeBytes: 6, warnings: { count: 0, items: [] } });
     expect(Object.keys(await describeTree(out, { mtimes: false })).sort()).toEqual(['a', 'a/b', 'a/b/two.txt', 'top.txt']);
     expect(await readFile(join(out, 'a/b/two.txt'), 'utf8')).toBe('two');
   });
 
   it('rejects a path that is not in the snapshot', async () => {
-    await expect(restore(repo, snapshotId, { target: join(dir, 'out'), paths: ['nope'], overwrite: 'never' })).rejects.toMatchObject({
+    await expect(restore(repo, snapshotId, { target: join(dir, 'out'), paths: [b('nope'), b('a/one.txt/x'), b('a/one.txt')], overwrite: 'never' })).rejects.toMatchObject({
       code: 'PATH_NOT_FOUND',
-      details: { paths: ['nope'] },
+      details: { paths: ['nope', 'a/one.txt/x'] },
     });
   });
 
@@ -49,8 +51,8 @@ describe('subset restore', () => {
     await mkdir(out);
     await mkdir(outside);
     await symlink(outside, join(out, 'a'));
-    for (const paths of [['a/b'], ['a/one.txt'], ['a/b/two.txt']]) {
-      await expect(restore(repo, snapshotId, { target: out, paths, overwrite: 'always' })).rejects.toMatchObject({
+    for (const paths of [[b('a/b')], [b('a/one.txt')], [b('a/b/two.txt')], undefined]) {
+      await expect(restore(repo, snapshotId, { target: out, ...(paths ? { paths } : {}), overwrite: 'always' })).rejects.toMatchObject({
         code: 'RESTORE_CONFLICT',
         details: { path: 'a' },
       });
@@ -77,7 +79,7 @@ describe('overwrite policies', () => {
   it('never: keeps every existing file and counts it skipped', async () => {
     const out = await prepareTarget();
     const result = await restore(repo, snapshotId, { target: out, overwrite: 'never' });
-    expect(result).toEqual({ filesRestored: 2, filesSkipped: 2, sizeBytes: 8 });
+    expect(result).toMatchObject({ filesRestored: 2, filesSkipped: 2, sizeBytes: 8 });
     expect(await readFile(join(out, 'top.txt'), 'utf8')).toBe('locally changed');
     expect((await stat(join(out, 'a/one.txt'))).mtime.getUTCFullYear()).toBe(2000);
   });
@@ -85,7 +87,7 @@ describe('overwrite policies', () => {
   it('if_changed: replaces files whose content differs and skips identical ones', async () => {
     const out = await prepareTarget();
     const result = await restore(repo, snapshotId, { target: out, overwrite: 'if_changed' });
-    expect(result).toEqual({ filesRestored: 3, filesSkipped: 1, sizeBytes: 11 });
+    expect(result).toMatchObject({ filesRestored: 3, filesSkipped: 1, sizeBytes: 11 });
     expect(await readFile(join(out, 'top.txt'), 'utf8')).toBe('top');
     expect((await stat(join(out, 'a/one.txt'))).mtime.getUTCFullYear()).toBe(2000);
   });
@@ -93,7 +95,7 @@ describe('overwrite policies', () => {
   it('always: replaces every file', async () => {
     const out = await prepareTarget();
     const result = await restore(repo, snapshotId, { target: out, overwrite: 'always' });
-    expect(result).toEqual({ filesRestored: 4, filesSkipped: 0, sizeBytes: 14 });
+    expect(result).toMatchObject({ filesRestored: 4, filesSkipped: 0, sizeBytes: 14 });
     expect(await describeTree(out)).toEqual(await describeTree(src));
   });
 

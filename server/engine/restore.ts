@@ -1,351 +1,297 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, createReadStream, fchmodSync, fsync, futimesSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, fstatSync, fsync, futimesSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { promisify } from 'node:util';
-import type { Stats } from 'node:fs';
-import { chmod, lstat, lutimes, mkdir, open, rename, symlink, unlink, utimes } from 'node:fs/promises';
-import { basename, dirname, join, relative, resolve, sep } from 'node:path';
+import { pathToText } from '../escaped-path.ts';
 import { ChunkReader } from './chunk-reader.ts';
-import { EngineError, cancelled, errnoCode, throwIfAborted } from './errors.ts';
+import { EngineError, cancellable, errnoCode, fromStorage, fromTargetFs, throwIfAborted } from './errors.ts';
+import { WorkerPool } from './pool.ts';
 import { ProgressReporter } from './progress.ts';
-import { releasePrivate } from './release.ts';
 import type { Repository } from './repository.ts';
-import type { TreeEntry } from './snapshot.ts';
-import type { Overwrite, Progress } from './types.ts';
+import { existing, sameContent, writeFile, writeLink } from './restore-file.ts';
+import { ALL, below, select } from './select.ts';
+import type { Selection } from './select.ts';
+import { childPath } from './snapshot.ts';
+import { DIR_FLAGS, atPath, openFd } from './source.ts';
+import { SnapshotTrees } from './trees.ts';
+import type { TreeNode } from './tree.ts';
+import type { Overwrite, Progress, Warnings } from './types.ts';
+import { WarningList } from './warnings.ts';
 
 export interface RestoreOptions {
   target: string;
-  paths?: string[];
+  /** Byte paths relative to the source ('/'-separated); a directory stands for its subtree. None: everything. */
+  paths?: Uint8Array[];
   overwrite: Overwrite;
   signal?: AbortSignal;
   onProgress?: (p: Progress) => void;
+  /** For tests that change the target mid-restore: called before each entry is created. */
+  beforeCreate?: (path: Uint8Array, type: 'file' | 'directory' | 'symlink') => void | Promise<void>;
 }
 
 export interface RestoreResult {
+  /** Regular files and symlinks written. */
   filesRestored: number;
+  /** Regular files and symlinks left as they were (per `overwrite`). */
   filesSkipped: number;
   sizeBytes: number;
+  warnings: Warnings;
 }
 
-const FILE_CONCURRENCY = 8;
+/** Files (and symlinks) being written at once. */
+const FILES_IN_FLIGHT = 64;
 const fsyncFd = promisify(fsync);
-/** Chunks of one file fetched ahead of the one being written. */
-const READ_AHEAD = 8;
-const SYNC_EVERY = 64 * 1024 * 1024;
+const TYPE_NAMES = { f: 'file', d: 'directory', l: 'symlink' } as const;
 
-
-function safePath(p: string): boolean {
-  return p.length > 0 && !p.startsWith('/') && p.split('/').every((s) => s !== '' && s !== '.' && s !== '..');
+function seconds(ns: bigint): number {
+  return Number(ns / 1000n) / 1e6;
 }
 
-export function selectEntries(tree: TreeEntry[], paths: string[] | undefined): TreeEntry[] {
-  if (!paths || paths.length === 0) return tree;
-  const wanted = paths.map((p) => p.replace(/^\.\/+/, '').replace(/\/+$/, ''));
-  const matched = new Set<string>();
-  const out = tree.filter((e) =>
-    wanted.some((w) => {
-      const hit = w === '' || w === '.' || e.p === w || e.p.startsWith(`${w}/`);
-      if (hit) matched.add(w);
-      return hit;
-    }),
-  );
-  const missing = wanted.filter((w) => !matched.has(w));
-  if (missing.length > 0) throw new EngineError('PATH_NOT_FOUND', `not in the snapshot: ${missing.join(', ')}`, { paths: missing });
-  return out;
-}
-
-async function lstatOrNull(p: string): Promise<Stats | null> {
-  try {
-    return await lstat(p);
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return null;
-    throw err;
+/** A counting semaphore whose waits end when the signal aborts. */
+class Slots {
+  private free: number;
+  private readonly waiters: (() => void)[] = [];
+  constructor(n: number) {
+    this.free = n;
+  }
+  async take(signal: AbortSignal): Promise<void> {
+    while (this.free === 0) {
+      throwIfAborted(signal);
+      await new Promise<void>((resolve) => {
+        const wake = (): void => {
+          signal.removeEventListener('abort', wake);
+          resolve();
+        };
+        this.waiters.push(wake);
+        signal.addEventListener('abort', wake, { once: true });
+      });
+    }
+    this.free--;
+  }
+  give(): void {
+    this.free++;
+    this.waiters.shift()?.();
   }
 }
 
-async function sha256File(p: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(p, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
-  return hash.digest('hex');
-}
-
-function mtimeSeconds(e: TreeEntry): number {
-  return Number(BigInt(e.mt) / 1000n) / 1e6;
-}
-
-function tempName(dest: string): string {
-  return join(dirname(dest), `.${basename(dest)}.restore-${randomBytes(6).toString('hex')}`);
-}
-
+/**
+ * Restores a snapshot (or the subtrees named by `paths`) into `target`, streaming the trees
+ * directory by directory. Everything is created relative to directory handles the restore
+ * opened itself (see restore-file.ts); a directory's mode and times are applied once, when its
+ * subtree is done. What fails the job: corrupt data (CORRUPT_DATA), a full target (STORAGE_FULL),
+ * something in the target that is in the way (RESTORE_CONFLICT), the repository's storage. An
+ * entry that cannot be created because the target changed under the restore becomes a warning.
+ */
 export async function restore(repo: Repository, snapshotId: string, opts: RestoreOptions): Promise<RestoreResult> {
   repo.assertOpen();
-  const { signal } = opts;
-  throwIfAborted(signal);
-  const tree = await repo.tree(snapshotId);
-  const selected = selectEntries(tree, opts.paths);
-  for (const e of selected) {
-    if (!safePath(e.p)) throw new EngineError('CORRUPT_DATA', `snapshot holds an unsafe path ${JSON.stringify(e.p)}`, { path: e.p });
-  }
-  const target = resolve(opts.target);
-  const targetExisted = (await lstatOrNull(target)) !== null;
-  await mkdir(target, { recursive: true });
-  const files = selected.filter((e) => e.t === 'f');
-  const progress = new ProgressReporter(opts.onProgress, {
-    filesDone: 0,
-    filesTotal: files.length,
-    bytesDone: 0,
-    bytesTotal: files.reduce((n, e) => n + e.s, 0),
-  });
-  progress.emit();
-  const reader = new ChunkReader(repo);
-  const result: RestoreResult = { filesRestored: 0, filesSkipped: 0, sizeBytes: 0 };
-  let failed: unknown = null;
-
-  const writeFile = async (e: TreeEntry, dest: string): Promise<void> => {
-    const temp = tempName(dest);
-    const fh = await open(temp, 'wx', 0o600);
-    const ids = e.c ?? [];
-    const fetches: (Promise<Uint8Array> | undefined)[] = [];
-    const sizes: number[] = [];
-    const writes: Promise<void>[] = [];
-    let next = 0;
-    /**
-     * Starts fetching the next chunk. Read-ahead only takes budget that is free now: a file
-     * that waited for budget while holding fetched chunks could deadlock with the others
-     * doing the same. It waits only when it holds nothing in flight.
-     */
-    const startFetch = async (wait: boolean): Promise<boolean> => {
-      const loc = await reader.locate(ids[next]!);
-      if (wait) await reader.budget.acquire(loc.rawLength);
-      else if (!reader.budget.tryAcquire(loc.rawLength)) return false;
-      next++;
-      sizes.push(loc.rawLength);
-      const p = reader.read(loc);
-      p.catch(() => {});
-      fetches.push(p);
-      return true;
-    };
-    let consumed = 0;
-    let syncing: Promise<void> | null = null;
-    let sinceSync = 0;
-    try {
-      if (ids.length > 0) await startFetch(true);
-      while (next < ids.length && next < READ_AHEAD && (await startFetch(false)));
-      let position = 0;
-      while (consumed < ids.length) {
-        if (failed || signal?.aborted) throw failed ?? cancelled();
-        let data: Uint8Array;
-        try {
-          data = await fetches[consumed]!;
-          fetches[consumed] = undefined; // written chunks are not kept alive
-        } catch (err) {
-          if (err instanceof EngineError && err.code === 'CORRUPT_DATA') {
-            throw new EngineError('CORRUPT_DATA', `${e.p}: ${err.message}`, { ...err.details, path: e.p });
-          }
-          throw err;
-        }
-        // Writes go out at their offsets without waiting for each other; the budget is returned as each lands.
-        const size = sizes[consumed]!;
-        const at = position;
-        const write = (async () => {
-          try {
-            for (let off = 0; off < data.length; ) off += (await fh.write(data, off, data.length - off, at + off)).bytesWritten;
-          } finally {
-            releasePrivate(data); // transferred from a worker: private
-            reader.budget.release(size);
-          }
-        })();
-        write.catch(() => {});
-        writes.push(write);
-        position += data.length;
-        consumed++;
-        progress.add(0, data.length);
-        // A large file is flushed as it goes, so the final fsync does not wait for all of it.
-        sinceSync += data.length;
-        if (sinceSync >= SYNC_EVERY && !syncing) {
-          sinceSync = 0;
-          const pending = [...writes];
-          syncing = Promise.all(pending)
-            .then(() => fh.datasync())
-            .finally(() => {
-              syncing = null;
-            });
-          syncing.catch(() => {});
-        }
-        if (next === consumed && next < ids.length) await startFetch(true);
-        while (next < ids.length && next - consumed < READ_AHEAD && (await startFetch(false)));
-      }
-      await Promise.all(writes);
-      await syncing;
-      await fh.chmod(e.m & 0o7777);
-      await fh.utimes(mtimeSeconds(e), mtimeSeconds(e));
-      await fh.sync();
-      await fh.close();
-      await rename(temp, dest);
-    } catch (err) {
-      await Promise.allSettled(writes);
-      await syncing?.catch(() => {});
-      await fh.close().catch(() => {});
-      await unlink(temp).catch(() => {});
-      for (let i = consumed; i < fetches.length; i++) {
-        await fetches[i]?.catch(() => {});
-        reader.budget.release(sizes[i]!);
-      }
-      throw err;
-    }
-  };
-
-  /**
-   * A file of at most one chunk (most files of a source tree): created, written and given
-   * its mode and times with synchronous calls (a thread-pool round trip each would cost more
-   * than the call), fsynced asynchronously, then renamed into place.
-   */
-  const writeSmallFile = async (e: TreeEntry, dest: string): Promise<void> => {
-    let data: Uint8Array = new Uint8Array(0);
-    let held = 0;
-    try {
-      const id = e.c?.[0];
-      if (id !== undefined) {
-        const loc = await reader.locate(id);
-        await reader.budget.acquire(loc.rawLength);
-        held = loc.rawLength;
-        try {
-          data = await reader.read(loc);
-        } catch (err) {
-          if (err instanceof EngineError && err.code === 'CORRUPT_DATA') {
-            throw new EngineError('CORRUPT_DATA', `${e.p}: ${err.message}`, { ...err.details, path: e.p });
-          }
-          throw err;
-        }
-      }
-      if (failed || signal?.aborted) throw failed ?? cancelled();
-      const temp = tempName(dest);
-      let fd = openSync(temp, 'wx', 0o600);
-      try {
-        for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off, off);
-        fchmodSync(fd, e.m & 0o7777);
-        futimesSync(fd, mtimeSeconds(e), mtimeSeconds(e));
-        await fsyncFd(fd);
-        closeSync(fd);
-        fd = -1;
-        await rename(temp, dest);
-      } catch (err) {
-        if (fd >= 0) closeSync(fd);
-        await unlink(temp).catch(() => {});
-        throw err;
-      }
-      progress.add(0, data.length);
-    } finally {
-      if (data.length > 0) releasePrivate(data);
-      if (held > 0) reader.budget.release(held);
-    }
-  };
-
-  /** Directories known to exist, and those this restore created (nothing inside them can pre-exist). */
-  const ensured = new Set<string>();
-  const created = new Set<string>();
-  ensured.add(target);
-  if (!targetExisted) created.add(target);
-  /**
-   * Makes sure a directory below the target exists, one component at a time from the target
-   * down: an existing component must be a real directory (lstat), never a symlink, so nothing
-   * is written through a link planted in the target. Memoized, so concurrent files share it.
-   */
-  const pendingDirs = new Map<string, Promise<void>>();
-  const ensureDir = (dir: string): Promise<void> => {
-    if (ensured.has(dir)) return Promise.resolve();
-    let pending = pendingDirs.get(dir);
-    if (!pending) {
-      pending = (async () => {
-        const parent = dirname(dir);
-        if (parent === dir) throw new EngineError('INTERNAL_ERROR', 'restore path outside its target', {});
-        await ensureDir(parent);
-        const existing = created.has(parent) ? null : await lstatOrNull(dir);
-        if (!existing) {
-          await mkdir(dir);
-          created.add(dir);
-        } else if (!existing.isDirectory()) {
-          const rel = relative(target, dir).split(sep).join('/');
-          throw new EngineError('RESTORE_CONFLICT', `${rel} exists and is not a directory`, { path: rel });
-        }
-        ensured.add(dir);
-      })();
-      pendingDirs.set(dir, pending);
-    }
-    return pending;
-  };
-  const ensureParent = (dest: string): Promise<void> => ensureDir(dirname(dest));
-
-  const restoreEntry = async (e: TreeEntry): Promise<void> => {
-    const dest = join(target, ...e.p.split('/'));
-    await ensureParent(dest);
-    const existing = created.has(dirname(dest)) ? null : await lstatOrNull(dest);
-    if (e.t === 'l') {
-      if (existing && opts.overwrite === 'never') return;
-      if (existing?.isDirectory()) throw new EngineError('RESTORE_CONFLICT', `${e.p} exists as a directory`, { path: e.p });
-      const temp = tempName(dest);
-      await symlink(e.l ?? '', temp);
-      await lutimes(temp, mtimeSeconds(e), mtimeSeconds(e)).catch(() => {});
-      await rename(temp, dest);
-      return;
-    }
-    if (existing) {
-      const same = opts.overwrite === 'if_changed' && existing.isFile() && existing.size === e.s && (await sha256File(dest)) === e.h;
-      if (opts.overwrite === 'never' || same) {
-        result.filesSkipped++;
-        progress.add(1, e.s);
-        return;
-      }
-      if (existing.isDirectory()) throw new EngineError('RESTORE_CONFLICT', `${e.p} exists as a directory`, { path: e.p });
-    }
-    if ((e.c?.length ?? 0) <= 1) await writeSmallFile(e, dest);
-    else await writeFile(e, dest);
-    result.filesRestored++;
-    result.sizeBytes += e.s;
-    progress.add(1, 0);
-  };
-
+  const pool = new WorkerPool(repo.key);
+  const halt = new AbortController();
+  const signal = opts.signal ? AbortSignal.any([opts.signal, halt.signal]) : halt.signal;
+  const job = new RestoreJob(repo, opts, pool, signal, halt);
   try {
-    for (const e of selected) {
-      if (e.t !== 'd') continue;
-      const dest = join(target, ...e.p.split('/'));
-      const existing = created.has(dirname(dest)) ? null : await lstatOrNull(dest);
-      if (existing && !existing.isDirectory()) throw new EngineError('RESTORE_CONFLICT', `${e.p} exists and is not a directory`, { path: e.p });
-      if (!existing) {
-        await ensureParent(dest);
-        await mkdir(dest, { mode: 0o700 });
-        created.add(dest);
+    return await cancellable(opts.signal, () => pool.close(), () => job.run(snapshotId));
+  } catch (err) {
+    throw fromTargetFs(fromStorage(err));
+  } finally {
+    pool.close();
+  }
+}
+
+class RestoreJob {
+  private readonly repo: Repository;
+  private readonly opts: RestoreOptions;
+  private readonly signal: AbortSignal;
+  private readonly halt: AbortController;
+  private readonly reader: ChunkReader;
+  private readonly progress: ProgressReporter;
+  private readonly warnings = new WarningList();
+  private readonly slots = new Slots(FILES_IN_FLIGHT);
+  private trees!: SnapshotTrees;
+  private fatal: unknown = null;
+  private readonly result = { filesRestored: 0, filesSkipped: 0, sizeBytes: 0 };
+
+  constructor(repo: Repository, opts: RestoreOptions, pool: WorkerPool, signal: AbortSignal, halt: AbortController) {
+    this.repo = repo;
+    this.opts = opts;
+    this.signal = signal;
+    this.halt = halt;
+    this.reader = new ChunkReader(repo, pool, signal);
+    this.progress = new ProgressReporter(opts.onProgress);
+  }
+
+  /** A failure that ends the job: the first one is kept and everything else winds down. */
+  private stop(err: unknown): void {
+    this.fatal ??= err;
+    this.halt.abort();
+  }
+
+  /** Classifies a failure to create one entry: the job fails, or the entry is reported and skipped. */
+  private failed(path: Uint8Array, err: unknown): void {
+    const mapped = fromTargetFs(fromStorage(err));
+    if (mapped instanceof EngineError) {
+      if (mapped.code === 'CORRUPT_DATA') {
+        this.stop(new EngineError('CORRUPT_DATA', `${pathToText(path)}: ${mapped.message}`, { ...mapped.details, path: pathToText(path) }));
+      } else this.stop(mapped);
+    } else if (errnoCode(err) === undefined) this.stop(err);
+    else this.warnings.add(path, `not restored: ${(err as Error).message}`);
+  }
+
+  async run(snapshotId: string): Promise<RestoreResult> {
+    this.trees = await SnapshotTrees.open(this.repo, snapshotId, this.signal);
+    const root = await this.trees.root();
+    const selection = await select(this.trees, root, this.opts.paths);
+    const target = resolve(this.opts.target);
+    let created = false;
+    let fd: number;
+    try {
+      try {
+        await mkdir(target);
+        created = true;
+      } catch (err) {
+        if (errnoCode(err) === 'ENOENT') created = (await mkdir(target, { recursive: true })) !== undefined;
+        else if (errnoCode(err) !== 'EEXIST') throw err;
       }
-      ensured.add(dest);
+      fd = await openFd(target, DIR_FLAGS);
+    } catch (err) {
+      const mapped = fromTargetFs(err);
+      if (mapped instanceof EngineError) throw mapped;
+      throw new EngineError('RESTORE_CONFLICT', `the target cannot be used: ${(err as Error).message}`, { path: target }, { cause: err });
     }
-    const others = selected.filter((e) => e.t !== 'd');
-    let next = 0;
-    const runner = async (): Promise<void> => {
-      while (next < others.length && !failed) {
-        throwIfAborted(signal);
-        const e = others[next++]!;
-        try {
-          await restoreEntry(e);
-        } catch (err) {
-          failed ??= err;
+    this.progress.emit();
+    void this.count(root.nodes, selection).then(
+      ({ files, bytes }) => this.progress.setTotals(files, bytes),
+      () => {},
+    );
+    const done = await this.dir(fd, new Uint8Array(0), root.nodes, selection, created, false);
+    await done();
+    if (this.fatal) throw this.fatal;
+    throwIfAborted(this.signal);
+    this.progress.finish();
+    return { ...this.result, warnings: this.warnings.result() };
+  }
+
+  /** Regular files and bytes the selection holds (a walk over the trees only), for the progress totals. */
+  private async count(nodes: TreeNode[], selection: Selection): Promise<{ files: number; bytes: number }> {
+    let files = 0;
+    let bytes = 0;
+    for (const n of nodes) {
+      const sel = below(selection, n.name);
+      if (sel === undefined) continue;
+      if (n.type === 'f' && sel === ALL) {
+        files++;
+        bytes += n.size;
+      } else if (n.type === 'd') {
+        const sub = await this.count((await this.trees.children(n)).nodes, sel);
+        files += sub.files;
+        bytes += sub.bytes;
+      }
+    }
+    return { files, bytes };
+  }
+
+  /**
+   * Restores the selected entries of one directory (open as `fd`, closed here once its subtree is
+   * done); returns once its work is scheduled. `created`: the restore made this directory, so
+   * nothing in it can be in the way. `meta`: the directory's own mode and times, applied last.
+   */
+  private async dir(fd: number, rel: Uint8Array, nodes: TreeNode[], selection: Selection, created: boolean, meta: TreeNode | false): Promise<() => Promise<void>> {
+    const waits: Promise<void>[] = [];
+    try {
+      for (const node of nodes) {
+        if (this.signal.aborted) break;
+        const sel = below(selection, node.name);
+        if (sel === undefined) continue;
+        const path = childPath(rel, node.name);
+        await this.opts.beforeCreate?.(path, TYPE_NAMES[node.type]);
+        if (node.type === 'd') {
+          const sub = await this.openDir(fd, node, path, created);
+          if (!sub) continue;
+          const children = await this.trees.children(node);
+          const done = await this.dir(sub.fd, path, children.nodes, sel, sub.created, sel === ALL ? node : false);
+          waits.push(done());
+        } else if (sel === ALL) {
+          await this.slots.take(this.signal);
+          if (this.signal.aborted) {
+            this.slots.give();
+            break;
+          }
+          const write = this.entry(fd, node, path, created).finally(() => this.slots.give());
+          waits.push(write);
         }
       }
-    };
-    await Promise.all(Array.from({ length: FILE_CONCURRENCY }, runner));
-    if (failed) throw failed;
-    throwIfAborted(signal);
-    // Directory modes and times last, deepest first, so writing their contents does not change them.
-    for (const e of [...selected].reverse()) {
-      if (e.t !== 'd') continue;
-      const dest = join(target, ...e.p.split('/'));
-      await chmod(dest, e.m & 0o7777);
-      await utimes(dest, mtimeSeconds(e), mtimeSeconds(e));
+    } catch (err) {
+      this.stop(err);
     }
-  } catch (err) {
-    if (signal?.aborted && !(err instanceof EngineError && err.code !== 'CANCELLED')) throw cancelled();
-    throw err;
-  } finally {
-    await reader.close();
+    const finished = (async () => {
+      await Promise.allSettled(waits);
+      try {
+        if (!this.signal.aborted) {
+          await fsyncFd(fd); // the names renamed into it are durable
+          if (meta) {
+            fchmodSync(fd, meta.mode & 0o7777);
+            futimesSync(fd, seconds(meta.mtimeNs), seconds(meta.mtimeNs));
+          }
+        }
+      } catch (err) {
+        this.failed(rel, err);
+      } finally {
+        closeSync(fd);
+      }
+    })();
+    return () => finished;
   }
-  progress.finish();
-  return result;
+
+  /** Creates (or, when it exists, opens) a directory inside the one open as `parentFd`; null when it was not (warning). */
+  private async openDir(parentFd: number, node: TreeNode, path: Uint8Array, parentCreated: boolean): Promise<{ fd: number; created: boolean } | null> {
+    const at = atPath(parentFd, node.name);
+    let created = false;
+    try {
+      if (!parentCreated) {
+        const st = await existing(parentFd, node.name);
+        if (st && !st.isDirectory()) throw new EngineError('RESTORE_CONFLICT', `${pathToText(path)} exists and is not a directory`, { path: pathToText(path) });
+        if (!st) created = await mkdir(at, { mode: 0o700 }).then(() => true);
+      } else {
+        await mkdir(at, { mode: 0o700 });
+        created = true;
+      }
+      const fd = await openFd(at, DIR_FLAGS);
+      if (!fstatSync(fd).isDirectory()) {
+        closeSync(fd);
+        throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
+      }
+      return { fd, created };
+    } catch (err) {
+      if (errnoCode(err) === 'ELOOP' || errnoCode(err) === 'ENOTDIR' || errnoCode(err) === 'EEXIST') {
+        this.warnings.add(path, 'replaced during the restore: its contents are not restored');
+      } else this.failed(path, err);
+      return null;
+    }
+  }
+
+  /** Restores one file or symlink, unless `overwrite` keeps what is there. */
+  private async entry(dirFd: number, node: TreeNode, path: Uint8Array, parentCreated: boolean): Promise<void> {
+    try {
+      const st = parentCreated ? null : await existing(dirFd, node.name);
+      if (st) {
+        if (st.isDirectory()) throw new EngineError('RESTORE_CONFLICT', `${pathToText(path)} exists as a directory`, { path: pathToText(path) });
+        const keep =
+          this.opts.overwrite === 'never' ||
+          (this.opts.overwrite === 'if_changed' && node.type === 'f' && (await sameContent(dirFd, node.name, node, st)));
+        if (keep) {
+          this.result.filesSkipped++;
+          if (node.type === 'f') this.progress.add(1, node.size);
+          return;
+        }
+      }
+      if (node.type === 'l') await writeLink(dirFd, node);
+      else {
+        await writeFile({ reader: this.reader, progress: this.progress, signal: this.signal }, dirFd, node);
+        this.result.sizeBytes += node.size;
+        this.progress.add(1, 0);
+      }
+      this.result.filesRestored++;
+    } catch (err) {
+      this.failed(path, err);
+    }
+  }
 }

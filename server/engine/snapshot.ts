@@ -1,23 +1,11 @@
+import { toHex } from './codec.ts';
+import type { TreeNode } from './tree.ts';
 import type { Compression, EntryRecord } from './types.ts';
 
 /**
- * A snapshot is two metadata objects: trees/<id> lists every entry, then snapshots/<id>
- * (written last) is the small header that makes the snapshot exist. Listing snapshots
- * reads headers only.
+ * A snapshot is a small header, snapshots/<id> (written last: it is what makes the snapshot
+ * exist), pointing at the root tree. Listing snapshots reads headers only.
  */
-export interface TreeEntry {
-  p: string; // path relative to the source, '/'-separated
-  t: 'f' | 'd' | 'l';
-  s: number; // size in bytes (files)
-  m: number; // st_mode permission and type bits
-  mt: string; // mtime, nanoseconds since the epoch
-  ct?: string; // ctime ns and inode: how a later backup knows a file is unchanged
-  ino?: string;
-  h?: string; // sha256 of the content (files)
-  l?: string; // symlink target
-  c?: string[]; // chunk ids in order (files)
-}
-
 export interface SnapshotOptions {
   compression: Compression;
   compressionLevel?: number;
@@ -25,30 +13,54 @@ export interface SnapshotOptions {
   deduplication: boolean;
 }
 
+export interface SnapshotSummary {
+  /** Regular files and symlinks. */
+  files: number;
+  directories: number;
+  /** Bytes of regular file content. */
+  sizeBytes: number;
+  storedBytes: number;
+  /** Entries that could not be backed up. */
+  warnings: number;
+}
+
+/** Format 2 header (format 1 headers are read through legacy.ts into the same shape). */
 export interface SnapshotHeader {
-  version: 1;
+  version: 1 | 2;
   id: string;
+  /** Root tree id (hex); null for a format-1 snapshot, whose tree is trees/<id>. */
+  tree: string | null;
   time: string;
   hostname: string;
   source: string;
   parent: string | null;
   options: SnapshotOptions;
-  summary: { files: number; entries: number; sizeBytes: number; storedBytes: number; errors: number };
+  summary: SnapshotSummary;
 }
 
 export const SNAPSHOT_ID = /^[0-9a-f]{64}$/;
 
 const TYPE_NAMES = { f: 'file', d: 'directory', l: 'symlink' } as const;
 
-export function toEntryRecord(e: TreeEntry): EntryRecord {
+/** The name appended to a relative path ('/'-separated bytes). */
+export function childPath(parent: Uint8Array, name: Uint8Array): Uint8Array {
+  if (parent.length === 0) return name;
+  const out = new Uint8Array(parent.length + 1 + name.length);
+  out.set(parent);
+  out[parent.length] = 0x2f;
+  out.set(name, parent.length + 1);
+  return out;
+}
+
+export function toEntryRecord(path: Uint8Array, n: TreeNode): EntryRecord {
   const record: EntryRecord = {
-    path: e.p,
-    type: TYPE_NAMES[e.t],
-    size: e.s,
-    mode: e.m & 0o7777,
-    mtime: new Date(Number(BigInt(e.mt) / 1_000_000n)),
-    sha256: e.h ?? null,
+    path,
+    type: TYPE_NAMES[n.type],
+    size: n.size,
+    mode: n.mode & 0o7777,
+    mtime: new Date(Number(n.mtimeNs / 1_000_000n)),
+    sha256: n.sha256 ? toHex(n.sha256) : null,
   };
-  if (e.l !== undefined) record.linkTarget = e.l;
+  if (n.link !== undefined) record.linkTarget = n.link;
   return record;
 }

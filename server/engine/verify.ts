@@ -1,9 +1,15 @@
+import { pathToText } from '../escaped-path.ts';
 import { ChunkReader } from './chunk-reader.ts';
+import { toHex } from './codec.ts';
 import { EngineError } from './errors.ts';
-import type { BlobLocation } from './master-index.ts';
+import { WorkerPool } from './pool.ts';
 import type { Repository } from './repository.ts';
+import { childPath } from './snapshot.ts';
+import { SnapshotTrees, TreeLoader } from './trees.ts';
+import type { TreeNode } from './tree.ts';
 
 export interface VerifyResult {
+  /** Blobs read and checked. */
   chunksChecked: number;
   errors: { chunk?: string; path?: string; message: string }[];
 }
@@ -11,55 +17,98 @@ export interface VerifyResult {
 const CONCURRENCY = 8;
 
 /**
- * Re-reads every chunk of one snapshot (or, without an id, every chunk the index lists),
- * checking the GCM tag and the keyed hash. Problems are listed, not thrown; only a missing
- * snapshot throws (SNAPSHOT_NOT_FOUND).
+ * Re-reads every chunk of one snapshot (or, without an id, every blob the index lists, trees
+ * included), checking the GCM tag and the keyed hash. Problems are listed, not thrown; only a
+ * missing snapshot throws (SNAPSHOT_NOT_FOUND). A snapshot's trees are streamed, and each chunk
+ * is read once however many files share it (a bitmap over the index's slots remembers which).
  */
 export async function verify(repo: Repository, snapshotId?: string): Promise<VerifyResult> {
   repo.assertOpen();
   await repo.refreshIndex();
   const errors: VerifyResult['errors'] = [];
-  const work: { id: string; path?: string; loc?: BlobLocation }[] = [];
-  if (snapshotId !== undefined) {
-    const seen = new Set<string>();
-    for (const e of await repo.tree(snapshotId)) {
-      for (const id of e.c ?? []) {
-        if (seen.has(id)) continue;
-        seen.add(id);
-        const loc = repo.index.find(id);
-        if (loc) work.push({ id, path: e.p, loc });
-        else work.push({ id, path: e.p });
-      }
-    }
-  } else {
-    for (const loc of repo.index.all()) work.push({ id: loc.id, loc });
-  }
-  // Pack order, then offset: each pack is read front to back.
-  work.sort((a, b) => (a.loc?.pack ?? '').localeCompare(b.loc?.pack ?? '') || (a.loc?.offset ?? 0) - (b.loc?.offset ?? 0));
-  const reader = new ChunkReader(repo);
-  let next = 0;
-  const runner = async (): Promise<void> => {
-    while (next < work.length) {
-      const item = work[next++]!;
-      const where = item.path !== undefined ? { path: item.path } : {};
-      if (!item.loc) {
-        errors.push({ chunk: item.id, ...where, message: 'chunk is not in the repository index' });
-        continue;
-      }
-      await reader.budget.acquire(item.loc.rawLength);
+  const problem = (err: unknown, where: { chunk?: string; path?: string }): void => {
+    if (!(err instanceof EngineError) || err.code === 'CANCELLED') throw err;
+    errors.push({ ...where, message: err.message });
+  };
+  const pool = new WorkerPool(repo.key);
+  const reader = new ChunkReader(repo, pool);
+  const table = repo.index.table;
+  const inFlight = new Set<Promise<void>>();
+  let checked = 0;
+  /** Reads one data blob, a few at a time. */
+  const check = async (slot: number, path?: string): Promise<void> => {
+    while (inFlight.size >= CONCURRENCY) await Promise.race(inFlight);
+    checked++;
+    const loc = table.location(slot);
+    const task = (async () => {
+      await reader.budget.acquire(loc.rawLength);
       try {
-        await reader.read(item.loc);
+        await reader.read(loc);
       } catch (err) {
-        errors.push({ chunk: item.id, ...where, message: err instanceof EngineError ? err.message : `cannot read: ${(err as Error).message}` });
+        problem(err, { chunk: toHex(loc.id), ...(path !== undefined ? { path } : {}) });
       } finally {
-        reader.budget.release(item.loc.rawLength);
+        reader.budget.release(loc.rawLength);
       }
-    }
+    })();
+    inFlight.add(task);
+    void task.finally(() => inFlight.delete(task));
   };
   try {
-    await Promise.all(Array.from({ length: CONCURRENCY }, runner));
+    if (snapshotId !== undefined) {
+      const trees = await SnapshotTrees.open(repo, snapshotId);
+      const seen = new Uint8Array(table.capacity);
+      const walk = async (nodes: TreeNode[], rel: Uint8Array): Promise<void> => {
+        for (const n of nodes) {
+          const path = childPath(rel, n.name);
+          if (n.type === 'd') {
+            let sub: TreeNode[] | null = null;
+            try {
+              sub = (await trees.children(n)).nodes;
+            } catch (err) {
+              problem(err, { path: pathToText(path) });
+            }
+            if (sub) await walk(sub, path);
+            continue;
+          }
+          for (const id of n.chunks ?? []) {
+            const slot = table.find(id, 'data');
+            if (slot < 0) errors.push({ chunk: toHex(id), path: pathToText(path), message: 'chunk is not in the repository index' });
+            else if (!seen[slot]) {
+              seen[slot] = 1;
+              await check(slot, pathToText(path));
+            }
+          }
+        }
+      };
+      let root: TreeNode[] | null = null;
+      try {
+        root = (await trees.root()).nodes;
+      } catch (err) {
+        problem(err, {});
+      }
+      if (root) await walk(root, new Uint8Array(0));
+    } else {
+      // Pack order, then offset: each pack is read front to back.
+      const slots = Uint32Array.from(table.slots());
+      slots.sort((a, b) => table.packOf(a) - table.packOf(b) || table.offsetOf(a) - table.offsetOf(b));
+      const trees = new TreeLoader(repo);
+      for (const slot of slots) {
+        const loc = table.location(slot);
+        if (loc.type === 'data') {
+          await check(slot);
+          continue;
+        }
+        checked++;
+        try {
+          await trees.load(loc.id);
+        } catch (err) {
+          problem(err, { chunk: toHex(loc.id) });
+        }
+      }
+    }
+    await Promise.all(inFlight);
   } finally {
-    await reader.close();
+    pool.close();
   }
-  return { chunksChecked: work.length, errors };
+  return { chunksChecked: checked, errors };
 }

@@ -1,47 +1,62 @@
-import { parentPort } from 'node:worker_threads';
+import { createHash, createSecretKey } from 'node:crypto';
+import { closeSync, fstatSync, lstatSync, openSync, readSync, readdirSync, readlinkSync } from 'node:fs';
+import { parentPort, workerData } from 'node:worker_threads';
 import { decodeBlob, encodeBlob } from './blob.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
-import { createHash, createSecretKey } from 'node:crypto';
-import { closeSync, openSync, readSync } from 'node:fs';
 import type { BlobKeys } from './crypto.ts';
 import { EngineError } from './errors.ts';
 import { collector, releasePrivate } from './release.ts';
+import { FILE_FLAGS, atPath, changedSinceWalk, fdDir, kindOfMode, openFailure } from './source.ts';
+import type { EntryKind } from './source.ts';
 import type { CompressionCode } from './types.ts';
 
-/** Worker side of pool.ts: keyed hashing, compression and encryption of chunks, and the reverse. */
+/**
+ * Worker side of pool.ts: the source's directories listed and its small files read (through
+ * directory handles the main thread holds, see source.ts; a file is opened and closed within one
+ * call), keyed hashing, compression and encryption of blobs, and the
+ * reverse. Everything here is synchronous; a worker stuck in a system call is terminated by its
+ * pool, never waited for.
+ */
 export type WorkerRequest =
-  | { type: 'key'; ref: number; encryption: Uint8Array; chunkId: Uint8Array }
-  | { type: 'forget'; ref: number }
-  | { type: 'encode'; seq: number; ref: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; items: Uint8Array[] }
-  | { type: 'decode'; seq: number; ref: number; items: { ref: BlobRef; data: Uint8Array }[] }
-  | { type: 'encodeFiles'; seq: number; ref: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; items: SmallFile[] };
+  | { type: 'encode'; seq: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; items: Uint8Array[] }
+  | { type: 'decode'; seq: number; items: { ref: BlobRef; data: Uint8Array }[] }
+  | { type: 'encodeFiles'; seq: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; items: SourceFile[] }
+  | { type: 'listDir'; seq: number; items: DirRequest[] };
 
-/** A small file read and encoded here as one chunk, so the main thread neither reads nor hashes it. */
-export interface SmallFile {
-  path: string;
+/** A small file to read and encode here as one chunk, so the main thread neither reads nor hashes it. */
+export interface SourceFile {
+  dirFd: number;
+  name: Uint8Array;
   size: number;
+  dev: bigint;
+  ino: bigint;
 }
 
-export type SmallFileResult = { blob: EncodedBlob; sha256: string } | { grew: true } | { error: string };
+export type SourceFileResult =
+  | { blob: EncodedBlob | null; sha256: Uint8Array } // blob null: the file is empty
+  | { grew: true }
+  | { warning: string };
 
-/** The whole file, or null when it is now larger than `size` (the caller then streams it). */
-function readWhole(path: string, size: number): Uint8Array | null {
-  const fd = openSync(path, 'r');
-  try {
-    const buf = new Uint8Array(size + 1);
-    let n = 0;
-    while (n < buf.length) {
-      const got = readSync(fd, buf, n, buf.length - n, n);
-      if (got === 0) break;
-      n += got;
-    }
-    return n > size ? null : new Uint8Array(buf.buffer.transfer(n));
-  } finally {
-    closeSync(fd);
-  }
+/** A directory of the source, open in the main thread (a worker never keeps a descriptor: Node closes a worker's descriptors when it ends). */
+export interface DirRequest {
+  fd: number;
 }
 
-const keys = new Map<number, BlobKeys>();
+export interface DirEntry {
+  name: Uint8Array;
+  kind: EntryKind;
+  mode: number;
+  size: number;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  ino: bigint;
+  dev: bigint;
+  link?: Uint8Array;
+  /** Set when the entry could not be examined (it vanished, or its link could not be read). */
+  error?: string;
+}
+
+export type DirListing = { entries: DirEntry[] } | { error: string };
 
 const processed = collector('major', 32 * 1024 * 1024, 1024);
 
@@ -50,74 +65,118 @@ function own(data: Uint8Array): Uint8Array {
   return data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer ? data : new Uint8Array(data);
 }
 
-function handle(msg: WorkerRequest): void {
-  if (msg.type === 'key') {
-    keys.set(msg.ref, { encryption: createSecretKey(msg.encryption), chunkId: createSecretKey(msg.chunkId) });
-    return;
+/** The whole file as opened through its directory, or why it is not read; `grew` when it is now larger than the walk saw. */
+function readSourceFile(f: SourceFile): { plain: Uint8Array } | { grew: true } | { warning: string } {
+  let fd: number;
+  try {
+    fd = openSync(atPath(f.dirFd, f.name), FILE_FLAGS);
+  } catch (err) {
+    return { warning: openFailure(err) };
   }
-  if (msg.type === 'forget') {
-    keys.delete(msg.ref);
-    return;
-  }
-  const key = keys.get(msg.ref);
-  if (!key) {
-    parentPort!.postMessage({ seq: msg.seq, error: { code: 'INTERNAL_ERROR', message: 'unknown key reference' } });
-    return;
-  }
-  if (msg.type === 'encodeFiles') {
-    const transfer: ArrayBuffer[] = [];
-    const results = msg.items.map((file): SmallFileResult => {
-      processed(file.size);
-      let plain: Uint8Array | null;
-      try {
-        plain = readWhole(file.path, file.size);
-      } catch (err) {
-        return { error: (err as Error).message };
-      }
-      if (!plain) return { grew: true };
-      const sha256 = createHash('sha256').update(plain).digest('hex');
-      const blob = encodeBlob(key, plain, msg.comp, msg.level, msg.encrypt);
-      const data = own(blob.data);
-      if (data.buffer !== plain.buffer) releasePrivate(plain);
-      transfer.push(data.buffer as ArrayBuffer);
-      return { blob: { ...blob, data }, sha256 };
-    });
-    parentPort!.postMessage({ seq: msg.seq, results }, transfer);
-    return;
-  }
-  if (msg.type === 'encode') {
-    const transfer: ArrayBuffer[] = [];
-    const results = msg.items.map((plain) => {
-      processed(plain.length);
-      const blob = encodeBlob(key, plain, msg.comp, msg.level, msg.encrypt);
-      const data = own(blob.data);
-      if (data.buffer !== plain.buffer) releasePrivate(plain); // inputs arrive transferred: private to this thread
-      transfer.push(data.buffer as ArrayBuffer);
-      return { ...blob, data };
-    });
-    parentPort!.postMessage({ seq: msg.seq, results }, transfer);
-    return;
-  }
-  const transfer: ArrayBuffer[] = [];
-  const results = msg.items.map(({ ref, data }) => {
-    processed(ref.rawLength);
-    try {
-      const plain = own(decodeBlob(key, ref, data));
-      if (plain.buffer !== data.buffer) releasePrivate(data);
-      transfer.push(plain.buffer as ArrayBuffer);
-      return { data: plain };
-    } catch (err) {
-      const e = err instanceof EngineError ? err : new EngineError('CORRUPT_DATA', String(err));
-      return { error: { code: e.code, message: e.message } };
+  try {
+    const changed = changedSinceWalk(fstatSync(fd, { bigint: true }), { kind: 'f', dev: f.dev, ino: f.ino });
+    if (changed) return { warning: changed };
+    const buf = new Uint8Array(f.size + 1);
+    let n = 0;
+    while (n < buf.length) {
+      const got = readSync(fd, buf, n, buf.length - n, n);
+      if (got === 0) break;
+      n += got;
     }
-  });
-  parentPort!.postMessage({ seq: msg.seq, results }, transfer);
+    return n > f.size ? { grew: true } : { plain: new Uint8Array(buf.buffer.transfer(n)) };
+  } catch (err) {
+    return { warning: `cannot be read: ${(err as Error).message}` };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function listDir({ fd }: DirRequest): DirListing {
+  try {
+    const names = readdirSync(fdDir(fd), { encoding: 'buffer' }).sort(Buffer.compare);
+    const entries = names.map((name): DirEntry => {
+      const path = atPath(fd, name);
+      let st;
+      try {
+        st = lstatSync(path, { bigint: true });
+      } catch (err) {
+        return { name, kind: 'other', mode: 0, size: 0, mtimeNs: 0n, ctimeNs: 0n, ino: 0n, dev: 0n, error: openFailure(err) };
+      }
+      const kind = kindOfMode(Number(st.mode));
+      const entry: DirEntry = { name, kind, mode: Number(st.mode), size: kind === 'f' ? Number(st.size) : 0, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, ino: st.ino, dev: st.dev };
+      if (kind === 'l') {
+        try {
+          entry.link = readlinkSync(path, { encoding: 'buffer' });
+        } catch (err) {
+          entry.error = openFailure(err);
+        }
+      }
+      return entry;
+    });
+    return { entries };
+  } catch (err) {
+    return { error: `cannot be listed: ${(err as Error).message}` };
+  }
+}
+
+const raw = workerData as { encryption: Uint8Array; chunkId: Uint8Array };
+const key: BlobKeys = { encryption: createSecretKey(raw.encryption), chunkId: createSecretKey(raw.chunkId) };
+
+function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer[] } {
+  const transfer: ArrayBuffer[] = [];
+  const encoded = (blob: EncodedBlob, plain: Uint8Array): EncodedBlob => {
+    const data = own(blob.data);
+    if (data.buffer !== plain.buffer) releasePrivate(plain); // inputs arrive transferred (or were read here): private
+    transfer.push(data.buffer as ArrayBuffer);
+    return { ...blob, data };
+  };
+  switch (msg.type) {
+    case 'listDir':
+      return { results: msg.items.map(listDir), transfer };
+    case 'encodeFiles':
+      return {
+        results: msg.items.map((file): SourceFileResult => {
+          processed(file.size);
+          const read = readSourceFile(file);
+          if (!('plain' in read)) return read;
+          const sha256 = new Uint8Array(createHash('sha256').update(read.plain).digest());
+          if (read.plain.length === 0) return { blob: null, sha256 };
+          return { blob: encoded(encodeBlob(key, read.plain, msg.comp, msg.level, msg.encrypt), read.plain), sha256 };
+        }),
+        transfer,
+      };
+    case 'encode':
+      return {
+        results: msg.items.map((plain) => {
+          processed(plain.length);
+          return encoded(encodeBlob(key, plain, msg.comp, msg.level, msg.encrypt), plain);
+        }),
+        transfer,
+      };
+    case 'decode':
+      return {
+        results: msg.items.map(({ ref, data }) => {
+          processed(ref.rawLength);
+          try {
+            const plain = own(decodeBlob(key, ref, data));
+            if (plain.buffer !== data.buffer) releasePrivate(data);
+            transfer.push(plain.buffer as ArrayBuffer);
+            return { data: plain };
+          } catch (err) {
+            const e = err instanceof EngineError ? err : new EngineError('CORRUPT_DATA', String(err));
+            return { error: { code: e.code, message: e.message } };
+          }
+        }),
+        transfer,
+      };
+  }
 }
 
 parentPort!.on('message', (msg: WorkerRequest) => {
   try {
-    handle(msg);
+    const { results, transfer } = handle(msg);
+    parentPort!.postMessage({ seq: msg.seq, results }, transfer);
   } catch (err) {
-    if ('seq' in msg) parentPort!.postMessage({ seq: msg.seq, error: { code: 'INTERNAL_ERROR', message: (err as Error).message } });
+    parentPort!.postMessage({ seq: msg.seq, error: { code: 'INTERNAL_ERROR', message: (err as Error).message } });
   }
 });

@@ -1,29 +1,23 @@
 /**
- * A backup in its own process, for the crash test and the benchmark:
- *   node backup-child.ts <repo> <password> backup <source> [compression] [level]
- *   node backup-child.ts <repo> <password> restore <snapshot> <target>
+ * A backup in its own process, for the crash test:
+ *   ENGINE_KEY=<128 hex digits> node backup-child.ts <repo> backup <source>
+ *   ENGINE_KEY=<128 hex digits> node backup-child.ts <repo> restore <snapshot> <target>
  * Prints one JSON line per progress report, then {"done": result}.
  */
-import { Repository, backup, restore } from '../index.ts';
-import type { Compression } from '../index.ts';
+import { Repository, backup, masterKeyFromBytes, restore } from '../index.ts';
+import { LocalBackend } from '../storage/local.ts';
 
-const [repoDir, password, op, a, b, level] = process.argv.slice(2);
-if (!repoDir || !password || !op || !a) {
-  console.error('usage: backup-child.ts <repo> <password> backup <source> [compression] [level] | restore <snapshot> <target>');
+const [repoDir, op, a, b] = process.argv.slice(2);
+const key = process.env.ENGINE_KEY;
+if (!repoDir || !op || !a || !key) {
+  console.error('usage: ENGINE_KEY=… backup-child.ts <repo> backup <source> | restore <snapshot> <target>');
   process.exit(2);
 }
-const repo = await Repository.open(repoDir, { password });
+const repo = await Repository.open(new LocalBackend(repoDir), masterKeyFromBytes(Buffer.from(key, 'hex')));
 const onProgress = (p: object) => process.stdout.write(`${JSON.stringify({ progress: p })}\n`);
 const result =
   op === 'backup'
-    ? await backup(repo, {
-        source: a,
-        compression: (b ?? 'zstd') as Compression,
-        ...(level ? { compressionLevel: Number(level) } : {}),
-        encryption: true,
-        deduplication: true,
-        onProgress,
-      })
+    ? await backup(repo, { source: a, compression: 'zstd', encryption: true, deduplication: true, onProgress })
     : await restore(repo, a, { target: b!, overwrite: 'always', onProgress });
 await repo.close();
-process.stdout.write(`${JSON.stringify({ done: result })}\n`);
+process.stdout.write(`${JSON.stringify({ done: result }, (_k, v: unknown) => (v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v))}\n`);

@@ -1,0 +1,244 @@
+import { createHash } from 'node:crypto';
+import { closeSync } from 'node:fs';
+import type { PathLike } from 'node:fs';
+import { open } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import type { BlobWriter } from './blob-writer.ts';
+import { bytesEqual } from './codec.ts';
+import { EngineError, throwIfAborted } from './errors.ts';
+import { chunkFile } from './file-read.ts';
+import type { ProgressReporter } from './progress.ts';
+import type { Repository } from './repository.ts';
+import { childPath, toEntryRecord } from './snapshot.ts';
+import { FILE_FLAGS, atPath, changedSinceWalk, describeKind, openDir, openFailure } from './source.ts';
+import type { Dir, SnapshotTrees } from './trees.ts';
+import { encodeTree } from './tree.ts';
+import type { TreeNode } from './tree.ts';
+import type { EntryRecord } from './types.ts';
+import type { WarningList } from './warnings.ts';
+import type { DirEntry, DirListing, DirRequest } from './worker.ts';
+
+/**
+ * A backup's walk, directory by directory, depth first. Each directory is listed (by a worker,
+ * through the handle of its parent), its files are handed to the writer, its subdirectories are
+ * walked in turn; its tree is encoded and stored once all of its entries are, and its entries go
+ * out to `onEntries` then. A directory's walk returns as soon as its work is scheduled, so many
+ * small files of neighbouring directories are in flight at once; what is held is bounded by the
+ * writer's budgets, the directories being finished, and the depth of the tree.
+ *
+ * With a parent snapshot, a file whose size, mtime, ctime and inode are unchanged keeps its
+ * chunk list without being read, and a directory whose tree comes out byte-identical keeps its
+ * parent's tree id without storing anything.
+ */
+export interface WalkHooks {
+  /** For tests that change the source mid-backup: called after an entry was listed, before it is opened. */
+  beforeOpen?: (path: Uint8Array, type: 'file' | 'directory') => void | Promise<void>;
+}
+
+export interface WalkContext {
+  repo: Repository;
+  writer: BlobWriter;
+  listDir: (req: DirRequest) => Promise<DirListing>;
+  parent: SnapshotTrees | null;
+  encryption: boolean;
+  warnings: WarningList;
+  progress: ProgressReporter;
+  emit: (entries: EntryRecord[]) => Promise<void>;
+  signal: AbortSignal | undefined;
+  hooks: WalkHooks;
+}
+
+/** Files up to this size are read and encoded whole by a worker (never above the minimum chunk size). */
+const SMALL_FILE = 256 * 1024;
+
+type Pending<T> = () => Promise<T>;
+
+function baseNode(e: DirEntry, type: TreeNode['type']): TreeNode {
+  return { name: e.name, type, mode: e.mode, mtimeNs: e.mtimeNs, ctimeNs: e.ctimeNs, ino: e.ino, size: 0 };
+}
+
+function nameKey(name: Uint8Array): string {
+  return Buffer.from(name.buffer, name.byteOffset, name.byteLength).toString('latin1');
+}
+
+export class SourceWalk {
+  private readonly ctx: WalkContext;
+  files = 0;
+  directories = 0;
+  sizeBytes = 0;
+
+  constructor(ctx: WalkContext) {
+    this.ctx = ctx;
+  }
+
+  private unchanged(prev: TreeNode | undefined, e: DirEntry): prev is TreeNode & { chunks: Uint8Array[]; sha256: Uint8Array } {
+    return (
+      prev !== undefined &&
+      prev.type === 'f' &&
+      prev.chunks !== undefined &&
+      prev.sha256 !== undefined &&
+      prev.size === e.size &&
+      prev.mtimeNs === e.mtimeNs &&
+      prev.ctimeNs === e.ctimeNs &&
+      prev.ino === e.ino &&
+      prev.chunks.every((id) => this.ctx.repo.index.has(id, 'data', this.ctx.encryption))
+    );
+  }
+
+  /** The parent snapshot's version of a directory, if it had one (a damaged one counts as none: everything is read). */
+  private async previous(prev: TreeNode | undefined): Promise<Dir | null> {
+    if (!this.ctx.parent || prev?.type !== 'd') return null;
+    try {
+      return await this.ctx.parent.children(prev);
+    } catch (err) {
+      if (err instanceof EngineError && err.code === 'CORRUPT_DATA') return null;
+      throw err;
+    }
+  }
+
+  /** Opens a directory (checked against what the walk saw) and has a worker list it. */
+  async list(path: PathLike, expected: { dev: bigint; ino: bigint }): Promise<{ fd: number; entries: DirEntry[] } | { error: string; code?: string }> {
+    const opened = await openDir(path, expected);
+    if ('error' in opened) return opened;
+    let listing: DirListing;
+    try {
+      listing = await this.ctx.listDir({ fd: opened.fd });
+    } catch (err) {
+      closeSync(opened.fd);
+      throw err;
+    }
+    if ('error' in listing) {
+      closeSync(opened.fd);
+      return listing;
+    }
+    return { fd: opened.fd, entries: listing.entries };
+  }
+
+  /**
+   * Walks a listed directory (its handle is `listing.fd`, closed here once every entry is
+   * stored) and returns once its work is scheduled; the thunk resolves to its tree id.
+   */
+  async dir(listing: { fd: number; entries: DirEntry[] }, rel: Uint8Array, parent: Dir | null): Promise<Pending<Uint8Array>> {
+    const { fd, entries } = listing;
+    const { warnings, hooks, signal } = this.ctx;
+    const before = parent ? new Map(parent.nodes.map((n) => [nameKey(n.name), n])) : null;
+    const slots: (TreeNode | null)[] = new Array<TreeNode | null>(entries.length).fill(null);
+    const waits: Promise<unknown>[] = [];
+    try {
+      for (let i = 0; i < entries.length; i++) {
+        throwIfAborted(signal);
+        const e = entries[i]!;
+        const path = childPath(rel, e.name);
+        if (e.error) {
+          warnings.add(path, e.error);
+          continue;
+        }
+        const prev = before?.get(nameKey(e.name));
+        if (e.kind === 'l') {
+          slots[i] = { ...baseNode(e, 'l'), link: e.link! };
+        } else if (e.kind === 'f') {
+          if (this.unchanged(prev, e)) {
+            slots[i] = { ...baseNode(e, 'f'), size: prev.size, sha256: prev.sha256, chunks: prev.chunks };
+            this.ctx.progress.add(1, prev.size);
+            continue;
+          }
+          await hooks.beforeOpen?.(path, 'file');
+          const stored = await this.file(fd, e, path);
+          waits.push(stored().then((node) => (slots[i] = node)));
+        } else if (e.kind === 'd') {
+          await hooks.beforeOpen?.(path, 'directory');
+          const sub = await this.list(atPath(fd, e.name), { dev: e.dev, ino: e.ino });
+          if ('error' in sub) {
+            warnings.add(path, sub.error);
+            continue;
+          }
+          const done = await this.dir(sub, path, await this.previous(prev));
+          waits.push(done().then((subtree) => (slots[i] = { ...baseNode(e, 'd'), subtree })));
+        } else {
+          warnings.add(path, `${describeKind(e.kind)}: not backed up`);
+        }
+      }
+    } catch (err) {
+      // The handle stays open until nothing scheduled can still use it.
+      void Promise.allSettled(waits).then(() => closeSync(fd));
+      throw err;
+    }
+    const finished = (async () => {
+      const settled = await Promise.allSettled(waits);
+      closeSync(fd);
+      const failed = settled.find((s) => s.status === 'rejected');
+      if (failed) throw failed.reason;
+      const nodes = slots.filter((n): n is TreeNode => n !== null);
+      for (const n of nodes) {
+        if (n.type === 'd') this.directories++;
+        else this.files++;
+        this.sizeBytes += n.size;
+      }
+      await this.ctx.emit(nodes.map((n) => toEntryRecord(childPath(rel, n.name), n)));
+      const plain = encodeTree(nodes);
+      if (parent?.id && parent.plain && bytesEqual(plain, parent.plain) && this.ctx.repo.index.has(parent.id, 'tree', true)) return parent.id;
+      return (await this.ctx.writer.storeTree(plain))();
+    })();
+    finished.catch(() => {}); // observed through the thunk
+    return () => finished;
+  }
+
+  /** Reads one regular file (through its directory's handle); the thunk resolves to its node, or null when it was not read. */
+  private async file(dirFd: number, e: DirEntry, path: Uint8Array): Promise<Pending<TreeNode | null>> {
+    if (e.size > SMALL_FILE) return this.stream(dirFd, e, path);
+    const stored = await this.ctx.writer.storeFile({ dirFd, name: e.name, size: e.size, dev: e.dev, ino: e.ino });
+    const node = stored().then(async (r): Promise<TreeNode | null> => {
+      if ('grew' in r) return (await this.stream(dirFd, e, path))();
+      this.ctx.progress.add(1, e.size);
+      if ('warning' in r) {
+        this.ctx.warnings.add(path, r.warning);
+        return null;
+      }
+      return { ...baseNode(e, 'f'), size: e.size, sha256: r.sha256, chunks: r.id ? [r.id] : [] };
+    });
+    return () => node;
+  }
+
+  /** Reads a file through the chunker on this thread (large files, and small ones that grew since the walk). */
+  private async stream(dirFd: number, e: DirEntry, path: Uint8Array): Promise<Pending<TreeNode | null>> {
+    const { progress, warnings, writer } = this.ctx;
+    const sha = createHash('sha256');
+    const ids: Pending<Uint8Array>[] = [];
+    let size = 0;
+    const skipped = (reason: string): Pending<TreeNode | null> => {
+      warnings.add(path, reason);
+      progress.add(1, Math.max(0, e.size - size));
+      return () => Promise.resolve(null);
+    };
+    let fh: FileHandle;
+    try {
+      fh = await open(atPath(dirFd, e.name), FILE_FLAGS);
+    } catch (err) {
+      return skipped(openFailure(err));
+    }
+    try {
+      const changed = changedSinceWalk(await fh.stat({ bigint: true }), { kind: 'f', dev: e.dev, ino: e.ino });
+      if (changed) return skipped(changed);
+      await chunkFile(fh, e.size, this.ctx.repo.chunker, async (chunk) => {
+        throwIfAborted(this.ctx.signal);
+        sha.update(chunk);
+        size += chunk.length;
+        progress.add(0, chunk.length);
+        ids.push(await writer.store(chunk));
+      });
+    } catch (err) {
+      await Promise.allSettled(ids.map((f) => f()));
+      if (err instanceof EngineError) throw err;
+      return skipped(`cannot be read: ${(err as Error).message}`);
+    } finally {
+      await fh.close().catch(() => {});
+    }
+    const node: TreeNode = { ...baseNode(e, 'f'), size, sha256: new Uint8Array(sha.digest()) };
+    const result = Promise.all(ids.map((f) => f())).then((chunks) => {
+      progress.add(1, 0);
+      node.chunks = chunks;
+      return node;
+    });
+    return () => result;
+  }
+}

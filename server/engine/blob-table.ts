@@ -1,0 +1,178 @@
+import { toHex } from './codec.ts';
+import type { CompressionCode } from './types.ts';
+
+/**
+ * The in-memory index of stored blobs, compact: an open-addressing hash table (linear probing)
+ * over one Buffer of fixed 49-byte records, and the ids of the packs in another Buffer (32 bytes
+ * each, referred to by number). No object per blob, so the garbage collector never walks it.
+ *
+ *   record: id (32) | pack number u32 | offset u32 | length u32 | raw length u32 | flags u8
+ *   flags:  1 used | 2 encrypted | 4 tree blob | (comp << 3)
+ *
+ * The table doubles when 3/4 full, so it costs between 65 and 131 bytes per blob (98 on average),
+ * plus 32 bytes per pack (and a map entry per pack to find its number). The key of a record is
+ * (id, type, encrypted): a plaintext copy of a chunk is a different blob than its encrypted copy.
+ */
+export type BlobType = 'data' | 'tree';
+
+export interface BlobLocation {
+  id: Uint8Array;
+  type: BlobType;
+  encrypted: boolean;
+  comp: CompressionCode;
+  pack: string;
+  offset: number;
+  length: number;
+  rawLength: number;
+}
+
+export const RECORD_BYTES = 49;
+const PACK = 32;
+const OFFSET = 36;
+const LENGTH = 40;
+const RAW = 44;
+const FLAGS = 48;
+const USED = 1;
+const ENCRYPTED = 2;
+const TREE = 4;
+const KEY_FLAGS = USED | ENCRYPTED | TREE;
+
+function keyFlags(type: BlobType, encrypted: boolean): number {
+  return USED | (encrypted ? ENCRYPTED : 0) | (type === 'tree' ? TREE : 0);
+}
+
+export class BlobTable {
+  private table: Buffer;
+  private mask: number;
+  private count = 0;
+  private packs = Buffer.alloc(32 * 64);
+  private packCount = 0;
+  private readonly packNumbers = new Map<string, number>();
+
+  constructor(capacity = 1024) {
+    this.table = Buffer.alloc(capacity * RECORD_BYTES);
+    this.mask = capacity - 1;
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Slots in the table (for a bitmap over them). */
+  get capacity(): number {
+    return this.mask + 1;
+  }
+
+  /** Bytes the table and the pack list take. */
+  get bytes(): number {
+    return this.table.length + this.packs.length;
+  }
+
+  /** The number of a pack (given as its 32-byte id), added on first sight. */
+  packNumber(id: Uint8Array): number {
+    const hex = toHex(id);
+    let n = this.packNumbers.get(hex);
+    if (n === undefined) {
+      n = this.packCount++;
+      if (this.packCount * 32 > this.packs.length) {
+        const bigger = Buffer.alloc(this.packs.length * 2);
+        this.packs.copy(bigger);
+        this.packs = bigger;
+      }
+      this.packs.set(id, n * 32);
+      this.packNumbers.set(hex, n);
+    }
+    return n;
+  }
+
+  private home(id: Uint8Array): number {
+    return ((id[0]! | (id[1]! << 8) | (id[2]! << 16) | (id[3]! << 24)) >>> 0) & this.mask;
+  }
+
+  private matches(slot: number, id: Uint8Array): boolean {
+    const at = slot * RECORD_BYTES;
+    return this.table.compare(id, 0, 32, at, at + 32) === 0;
+  }
+
+  /** The slot of (id, type, encrypted), or -1. */
+  slotOf(id: Uint8Array, type: BlobType, encrypted: boolean): number {
+    const want = keyFlags(type, encrypted);
+    for (let slot = this.home(id); ; slot = (slot + 1) & this.mask) {
+      const flags = this.table[slot * RECORD_BYTES + FLAGS]!;
+      if (flags === 0) return -1;
+      if ((flags & KEY_FLAGS) === want && this.matches(slot, id)) return slot;
+    }
+  }
+
+  has(id: Uint8Array, type: BlobType, encrypted: boolean): boolean {
+    return this.slotOf(id, type, encrypted) >= 0;
+  }
+
+  /** Any stored copy of the blob, preferring the encrypted one; -1 when there is none. */
+  find(id: Uint8Array, type: BlobType): number {
+    const slot = this.slotOf(id, type, true);
+    return slot >= 0 ? slot : this.slotOf(id, type, false);
+  }
+
+  /** Adds a blob unless a copy with the same key is already there; false then. */
+  add(id: Uint8Array, type: BlobType, encrypted: boolean, comp: CompressionCode, pack: number, offset: number, length: number, rawLength: number): boolean {
+    if (this.slotOf(id, type, encrypted) >= 0) return false;
+    if ((this.count + 1) * 4 > this.capacity * 3) this.grow();
+    let slot = this.home(id);
+    while (this.table[slot * RECORD_BYTES + FLAGS] !== 0) slot = (slot + 1) & this.mask;
+    const at = slot * RECORD_BYTES;
+    this.table.set(id, at);
+    this.table.writeUInt32LE(pack, at + PACK);
+    this.table.writeUInt32LE(offset, at + OFFSET);
+    this.table.writeUInt32LE(length, at + LENGTH);
+    this.table.writeUInt32LE(rawLength, at + RAW);
+    this.table[at + FLAGS] = keyFlags(type, encrypted) | (comp << 3);
+    this.count++;
+    return true;
+  }
+
+  private grow(): void {
+    const old = this.table;
+    const oldCapacity = this.capacity;
+    this.table = Buffer.alloc(oldCapacity * 2 * RECORD_BYTES);
+    this.mask = oldCapacity * 2 - 1;
+    for (let s = 0; s < oldCapacity; s++) {
+      const at = s * RECORD_BYTES;
+      if (old[at + FLAGS] === 0) continue;
+      let slot = this.home(old.subarray(at, at + 32));
+      while (this.table[slot * RECORD_BYTES + FLAGS] !== 0) slot = (slot + 1) & this.mask;
+      old.copy(this.table, slot * RECORD_BYTES, at, at + RECORD_BYTES);
+    }
+  }
+
+  location(slot: number): BlobLocation {
+    const at = slot * RECORD_BYTES;
+    const t = this.table;
+    const flags = t[at + FLAGS]!;
+    const pack = t.readUInt32LE(at + PACK);
+    return {
+      id: new Uint8Array(t.subarray(at, at + 32)),
+      type: flags & TREE ? 'tree' : 'data',
+      encrypted: (flags & ENCRYPTED) !== 0,
+      comp: ((flags >> 3) & 3) as CompressionCode,
+      pack: this.packs.toString('hex', pack * 32, pack * 32 + 32),
+      offset: t.readUInt32LE(at + OFFSET),
+      length: t.readUInt32LE(at + LENGTH),
+      rawLength: t.readUInt32LE(at + RAW),
+    };
+  }
+
+  /** Pack number and offset of a slot, for sorting reads in pack order without building locations. */
+  packOf(slot: number): number {
+    return this.table.readUInt32LE(slot * RECORD_BYTES + PACK);
+  }
+
+  offsetOf(slot: number): number {
+    return this.table.readUInt32LE(slot * RECORD_BYTES + OFFSET);
+  }
+
+  /** Every used slot, in table order. */
+  *slots(): Generator<number> {
+    for (let s = 0; s < this.capacity; s++) if (this.table[s * RECORD_BYTES + FLAGS] !== 0) yield s;
+  }
+}

@@ -1,0 +1,102 @@
+import { ByteReader, ByteWriter } from './codec.ts';
+import { EngineError } from './errors.ts';
+
+/**
+ * One directory of a snapshot: its entries, sorted by name bytes. A tree is stored as a blob of
+ * its own (type tree) whose id is the keyed hash of this encoding, so an identical directory is
+ * stored once and an unchanged subtree is shared between snapshots.
+ *
+ * Encoding (format 2): u8 1 | varint count | entries, each
+ *   bytes name | u8 type ('f' | 'd' | 'l') | varint mode | i64 mtime ns | i64 ctime ns | u64 inode
+ *   then for 'f': varint size | sha256 (32) | varint n | n chunk ids (32 each)
+ *        for 'd': subtree id (32)
+ *        for 'l': bytes link target
+ */
+export type NodeType = 'f' | 'd' | 'l';
+
+export interface TreeNode {
+  name: Uint8Array;
+  type: NodeType;
+  /** st_mode: type and permission bits. */
+  mode: number;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  ino: bigint;
+  /** Content bytes (files; 0 otherwise). */
+  size: number;
+  sha256?: Uint8Array;
+  chunks?: Uint8Array[];
+  subtree?: Uint8Array;
+  link?: Uint8Array;
+}
+
+const TREE_VERSION = 1;
+const TYPES: Record<number, NodeType> = { 0x66: 'f', 0x64: 'd', 0x6c: 'l' };
+
+export function compareNames(a: Uint8Array, b: Uint8Array): number {
+  return Buffer.compare(a, b);
+}
+
+export function encodeTree(nodes: readonly TreeNode[]): Uint8Array {
+  const w = new ByteWriter(64 + nodes.length * 160);
+  w.u8(TREE_VERSION);
+  w.varint(nodes.length);
+  for (const n of nodes) {
+    w.bytes(n.name);
+    w.u8(n.type.charCodeAt(0));
+    w.varint(n.mode);
+    w.i64(n.mtimeNs);
+    w.i64(n.ctimeNs);
+    w.u64(n.ino);
+    if (n.type === 'f') {
+      w.varint(n.size);
+      w.raw(n.sha256!);
+      const chunks = n.chunks ?? [];
+      w.varint(chunks.length);
+      for (const c of chunks) w.raw(c);
+    } else if (n.type === 'd') {
+      w.raw(n.subtree!);
+    } else {
+      w.bytes(n.link!);
+    }
+  }
+  return w.finish();
+}
+
+/** A name a tree may hold: not empty, not "." or "..", no "/" and no NUL. */
+export function validName(name: Uint8Array): boolean {
+  if (name.length === 0 || name.includes(0x2f) || name.includes(0)) return false;
+  return !(name[0] === 0x2e && (name.length === 1 || (name.length === 2 && name[1] === 0x2e)));
+}
+
+export function decodeTree(data: Uint8Array, what: string): TreeNode[] {
+  const r = new ByteReader(data, what);
+  const bad = (why: string): EngineError => new EngineError('CORRUPT_DATA', `${what}: ${why}`, { object: what });
+  if (r.u8() !== TREE_VERSION) throw bad('unknown tree version');
+  const count = r.varint();
+  const nodes: TreeNode[] = [];
+  let previous: Uint8Array | null = null;
+  for (let i = 0; i < count; i++) {
+    const name = r.bytes();
+    if (!validName(name)) throw bad('an entry has an unsafe name');
+    if (previous && compareNames(previous, name) >= 0) throw bad('entries are not in name order');
+    previous = name;
+    const type = TYPES[r.u8()];
+    if (!type) throw bad('an entry has an unknown type');
+    const node: TreeNode = { name, type, mode: r.varint(), mtimeNs: r.i64(), ctimeNs: r.i64(), ino: r.u64(), size: 0 };
+    if (type === 'f') {
+      node.size = r.varint();
+      node.sha256 = r.raw(32);
+      const n = r.varint();
+      node.chunks = [];
+      for (let c = 0; c < n; c++) node.chunks.push(r.raw(32));
+    } else if (type === 'd') {
+      node.subtree = r.raw(32);
+    } else {
+      node.link = r.bytes();
+    }
+    nodes.push(node);
+  }
+  if (!r.done) throw bad('trailing bytes');
+  return nodes;
+}

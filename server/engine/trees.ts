@@ -1,0 +1,118 @@
+import { decodeBlob } from './blob.ts';
+import { locate, packFailure } from './chunk-reader.ts';
+import { toHex } from './codec.ts';
+import { EngineError, abortable } from './errors.ts';
+import { fromV1Tree } from './legacy.ts';
+import type { LegacyTree, V1Entry } from './legacy.ts';
+import { decodeMeta } from './meta.ts';
+import { packName } from './pack.ts';
+import type { Repository } from './repository.ts';
+import type { SnapshotHeader } from './snapshot.ts';
+import { ObjectNotFoundError } from './storage/errors.ts';
+import { decodeTree, validName } from './tree.ts';
+import type { TreeNode } from './tree.ts';
+
+/**
+ * Reads a snapshot's directories one at a time, so that restore, listing, verify and the next
+ * backup never hold more than the directories they are in. Tree packs are read whole and the
+ * last few kept (a tree pack holds the trees of neighbouring directories, and object stores
+ * answer one request per read): a walk costs about one read per tree pack, not one per
+ * directory. A format-1 snapshot's single tree object is read once and split into directories.
+ */
+export interface Dir {
+  nodes: TreeNode[];
+  /** The tree's id and plaintext (format 2), for a backup to tell an unchanged directory at once. */
+  id?: Uint8Array;
+  plain?: Uint8Array;
+}
+
+const CACHED_PACKS = 4;
+
+/** Loads trees by id, keeping the last few tree packs it read. */
+export class TreeLoader {
+  private readonly repo: Repository;
+  private readonly signal: AbortSignal | undefined;
+  private readonly packs = new Map<string, Promise<Uint8Array>>();
+  private refreshed: Promise<void> | null = null;
+
+  constructor(repo: Repository, signal?: AbortSignal) {
+    this.repo = repo;
+    this.signal = signal;
+  }
+
+  async load(id: Uint8Array): Promise<Dir> {
+    const loc = await abortable(
+      locate(this.repo, id, 'tree', () => (this.refreshed ??= this.repo.refreshIndex())),
+      this.signal,
+    );
+    const pack = await abortable(this.pack(loc.pack), this.signal);
+    if (loc.offset + loc.length > pack.length) throw new EngineError('CORRUPT_DATA', `pack ${loc.pack} is shorter than its index says`, { pack: loc.pack });
+    const plain = decodeBlob(this.repo.blobKeys, loc, pack.subarray(loc.offset, loc.offset + loc.length));
+    return { id, plain, nodes: decodeTree(plain, `tree ${toHex(id)}`) };
+  }
+
+  private pack(id: string): Promise<Uint8Array> {
+    let p = this.packs.get(id);
+    if (p) {
+      this.packs.delete(id); // most recently used last
+      this.packs.set(id, p);
+      return p;
+    }
+    p = this.repo.backend.load(packName(id)).catch((err: unknown) => {
+      this.packs.delete(id);
+      throw packFailure(err, id);
+    });
+    this.packs.set(id, p);
+    if (this.packs.size > CACHED_PACKS) this.packs.delete(this.packs.keys().next().value!);
+    return p;
+  }
+}
+
+export class SnapshotTrees {
+  private readonly repo: Repository;
+  private readonly header: SnapshotHeader;
+  private readonly signal: AbortSignal | undefined;
+  private readonly loader: TreeLoader;
+  private legacy: LegacyTree | null = null;
+
+  constructor(repo: Repository, header: SnapshotHeader, signal?: AbortSignal) {
+    this.repo = repo;
+    this.header = header;
+    this.signal = signal;
+    this.loader = new TreeLoader(repo, signal);
+  }
+
+  static async open(repo: Repository, snapshotId: string, signal?: AbortSignal): Promise<SnapshotTrees> {
+    return new SnapshotTrees(repo, await repo.snapshot(snapshotId), signal);
+  }
+
+  get snapshot(): SnapshotHeader {
+    return this.header;
+  }
+
+  async root(): Promise<Dir> {
+    if (this.header.tree !== null) return this.loader.load(Buffer.from(this.header.tree, 'hex'));
+    const name = `trees/${this.header.id}`;
+    let data: Uint8Array;
+    try {
+      data = await abortable(this.repo.backend.load(name), this.signal);
+    } catch (err) {
+      if (err instanceof ObjectNotFoundError) throw new EngineError('CORRUPT_DATA', `${name} is missing`, { object: name });
+      throw packFailure(err, name);
+    }
+    this.legacy = fromV1Tree(decodeMeta<V1Entry[]>(this.repo.key, 'tree', data, name));
+    return { nodes: checked(this.legacy.root, name) };
+  }
+
+  /** The directory a node of type 'd' stands for. */
+  async children(node: TreeNode): Promise<Dir> {
+    if (this.legacy) return { nodes: checked(this.legacy.children.get(node) ?? [], `trees/${this.header.id}`) };
+    if (!node.subtree) throw new EngineError('CORRUPT_DATA', 'a directory entry has no tree', {});
+    return this.loader.load(node.subtree);
+  }
+}
+
+function checked(nodes: TreeNode[], what: string): TreeNode[] {
+  for (const n of nodes) if (!validName(n.name)) throw new EngineError('CORRUPT_DATA', `${what} holds an unsafe name`, { object: what });
+  return nodes;
+}
