@@ -164,10 +164,15 @@ async function run(repo: Repository, opts: BackupOptions, root: string, stats: B
     options,
     summary: { files: walk.files, directories: walk.directories, sizeBytes: walk.sizeBytes, storedBytes: writer.storedBytes, warnings: warnings.count },
   };
-  header.summary.storedBytes += await repo.saveSnapshot(header);
+  // Cancelled while the snapshot is being saved: the job says cancelled, so no snapshot either.
+  const saving = repo.saveSnapshot(header);
+  const forget = (): void => void saving.then(() => repo.backend.remove(`snapshots/${header.id}`)).catch(() => {});
+  header.summary.storedBytes += await abortable(saving, signal).catch((err: unknown) => {
+    forget();
+    throw err;
+  });
   if (signal?.aborted) {
-    // Cancelled while the snapshot was being saved: the job says cancelled, so no snapshot either.
-    await repo.backend.remove(`snapshots/${header.id}`).catch(() => {});
+    forget();
     throwIfAborted(signal);
   }
   progress.finish();

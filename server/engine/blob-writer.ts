@@ -2,7 +2,7 @@ import type { EncodedBlob } from './blob.ts';
 import type { BlobType } from './blob-table.ts';
 import { Budget } from './budget.ts';
 import { toHex } from './codec.ts';
-import { EngineError, fromStorage } from './errors.ts';
+import { EngineError, abortable, fromStorage } from './errors.ts';
 import type { FinishedPack } from './pack.ts';
 import { DATA_PACK_SIZE, PackWriter, TREE_PACK_SIZE } from './pack.ts';
 import type { EncodeOptions, WorkerPool } from './pool.ts';
@@ -39,6 +39,7 @@ export class BlobWriter {
   private readonly closing = new Set<Promise<void>>();
   private readonly inFlight: Budget;
   private readonly unwritten: Budget;
+  private readonly signal: AbortSignal | undefined;
   private failure: unknown = null;
   storedBytes = 0;
 
@@ -47,6 +48,7 @@ export class BlobWriter {
     this.pool = pool;
     this.opts = opts;
     this.dedup = dedup;
+    this.signal = signal;
     this.inFlight = new Budget(IN_FLIGHT, signal);
     this.unwritten = new Budget(UNWRITTEN, signal);
   }
@@ -146,17 +148,20 @@ export class BlobWriter {
   async finish(): Promise<void> {
     this.rotate('data');
     this.rotate('tree');
-    await this.drain();
+    await abortable(this.drain(), this.signal);
     if (this.failure) throw this.failure;
     try {
-      await this.writeIndex();
+      await abortable(this.writeIndex(), this.signal);
     } catch (err) {
       this.fail(err);
       throw this.failure;
     }
   }
 
-  /** After a cancel or failure: drops the open packs, lets packs being saved finish (each whole or absent), writes no further index. */
+  /**
+   * After a cancel or failure: drops the open packs, lets packs being saved finish (each whole or
+   * absent; after a cancel, without waiting for a storage that does not answer), writes no further index.
+   */
   async abandon(): Promise<void> {
     this.fail(new EngineError('CANCELLED', 'the backup was abandoned'));
     for (const type of ['data', 'tree'] as const) {
@@ -167,6 +172,6 @@ export class BlobWriter {
         this.unwritten.release(open.size);
       }
     }
-    await this.drain();
+    await abortable(this.drain(), this.signal).catch(() => {});
   }
 }

@@ -1,7 +1,7 @@
 import type { BlobLocation, BlobType } from './blob-table.ts';
 import { Budget } from './budget.ts';
 import { toHex } from './codec.ts';
-import { EngineError, fromStorage } from './errors.ts';
+import { EngineError, abortable, fromStorage } from './errors.ts';
 import { packName } from './pack.ts';
 import type { WorkerPool } from './pool.ts';
 import type { Repository } from './repository.ts';
@@ -15,22 +15,28 @@ import { ObjectNotFoundError } from './storage/errors.ts';
 export class ChunkReader {
   private readonly repo: Repository;
   private readonly pool: WorkerPool;
+  private readonly signal: AbortSignal | undefined;
   private refreshed: Promise<void> | null = null;
   readonly budget: Budget;
 
+  /** Every wait ends with CANCELLED once `signal` aborts. */
   constructor(repo: Repository, pool: WorkerPool, signal?: AbortSignal, budgetBytes = 32 * 1024 * 1024) {
     this.repo = repo;
     this.pool = pool;
+    this.signal = signal;
     this.budget = new Budget(budgetBytes, signal);
   }
 
   async locate(id: Uint8Array, type: BlobType = 'data'): Promise<BlobLocation> {
-    return locate(this.repo, id, type, () => (this.refreshed ??= this.repo.refreshIndex()));
+    return abortable(
+      locate(this.repo, id, type, () => (this.refreshed ??= this.repo.refreshIndex())),
+      this.signal,
+    );
   }
 
   /** The plaintext of a data blob, checked. */
   async read(loc: BlobLocation): Promise<Uint8Array> {
-    const stored = await loadStored(this.repo, loc);
+    const stored = await abortable(loadStored(this.repo, loc), this.signal);
     return this.pool.decode({ id: loc.id, encrypted: loc.encrypted, comp: loc.comp, rawLength: loc.rawLength }, stored);
   }
 }

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { lstat, mkdtemp, open, readFile, readdir, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -6,7 +7,9 @@ import { join } from 'node:path';
 /** Test helpers: temp dirs, fast pseudo-random files, and a full description of a tree for comparisons. */
 export async function tempDir(prefix = 'engine-'): Promise<{ path: string; cleanup: () => Promise<void> }> {
   const path = await mkdtemp(join(tmpdir(), prefix));
-  return { path, cleanup: () => rm(path, { recursive: true, force: true }) };
+  // rm(1) removes trees deeper than PATH_MAX, which fs.rm cannot.
+  const cleanup = (): Promise<void> => rm(path, { recursive: true, force: true }).catch(() => void execFileSync('rm', ['-rf', path]));
+  return { path, cleanup };
 }
 
 /** Writes `size` random bytes in 8 MiB pieces (never the whole file in memory). */
