@@ -1,10 +1,10 @@
 import type { EncodedBlob } from './blob.ts';
 import type { BlobType } from './blob-table.ts';
 import { Budget } from './budget.ts';
-import { toHex } from './codec.ts';
+import { BlobTable } from './blob-table.ts';
 import { EngineError, abortable, fromStorage } from './errors.ts';
 import type { FinishedPack } from './pack.ts';
-import { DATA_PACK_SIZE, PackWriter, TREE_PACK_SIZE } from './pack.ts';
+import { DATA_PACK_SIZE, PACK_BLOBS, PackWriter, TREE_PACK_SIZE } from './pack.ts';
 import type { EncodeOptions, WorkerPool } from './pool.ts';
 import type { SourceFile } from './worker.ts';
 import type { Repository } from './repository.ts';
@@ -12,12 +12,14 @@ import type { Repository } from './repository.ts';
 /**
  * The write side of a backup: sends blobs to the worker pool, drops the ones already stored
  * (unless deduplication is off), gathers the rest into packs, one open pack per blob type (file
- * data, trees), saves a pack once full (while the next one fills), and every few packs writes an
- * index file for the packs already saved (so a crashed backup's data is reused by the next one).
+ * data, trees), saves a pack once full (while the next one fills), and every few packs (or few
+ * thousand blobs) writes an index file for the packs already saved (so a crashed backup's data is reused by the next one).
  * Memory is bounded: blobs in flight to the workers, and encoded bytes not yet saved in a pack,
  * each have a byte budget.
  */
 const INDEX_EVERY_PACKS = 4;
+/** ...or every this many blobs, so that many small files do not keep many blob records waiting. */
+const INDEX_EVERY_BLOBS = 4096;
 const IN_FLIGHT = 16 * 1024 * 1024;
 /** The packs being filled plus about two being saved. */
 const UNWRITTEN = 48 * 1024 * 1024;
@@ -34,8 +36,11 @@ export class BlobWriter {
   private readonly opts: EncodeOptions;
   private readonly dedup: boolean;
   private readonly packs: Record<BlobType, PackWriter | null> = { data: null, tree: null };
-  private readonly pending = new Set<string>(); // blobs in packs not yet in an index file
+  /** Blobs in packs not yet in an index file (open, being saved, saved): what dedup must also skip. */
+  private pending = new BlobTable(256);
+  private readonly saving = new Set<PackWriter>();
   private unindexed: FinishedPack[] = [];
+  private unindexedBlobs = 0;
   private readonly closing = new Set<Promise<void>>();
   private readonly inFlight: Budget;
   private readonly unwritten: Budget;
@@ -100,14 +105,13 @@ export class BlobWriter {
   private accept(blob: EncodedBlob, type: BlobType, encrypted: boolean): Uint8Array {
     if (this.failure) return blob.id; // abandoned: results still arriving from the workers are dropped
     if (this.dedup) {
-      const key = `${toHex(blob.id)}${type}${encrypted ? 'e' : 'p'}`;
-      if (this.pending.has(key) || this.repo.index.has(blob.id, type, encrypted)) return blob.id;
-      this.pending.add(key);
+      if (this.pending.has(blob.id, type, encrypted) || this.repo.index.has(blob.id, type, encrypted)) return blob.id;
+      this.pending.add(blob.id, type, encrypted, 0, 0, 0, 0, 0);
     }
     const pack = (this.packs[type] ??= new PackWriter(this.repo.backend, type));
     this.unwritten.take(blob.data.length);
     pack.add(blob, encrypted);
-    if (pack.size >= (type === 'tree' ? TREE_PACK_SIZE : DATA_PACK_SIZE)) this.rotate(type);
+    if (pack.size >= (type === 'tree' ? TREE_PACK_SIZE : DATA_PACK_SIZE) || pack.blobs.count >= PACK_BLOBS) this.rotate(type);
     return blob.id;
   }
 
@@ -116,12 +120,15 @@ export class BlobWriter {
     this.packs[type] = null;
     if (!pack) return;
     const bytes = pack.size;
+    this.saving.add(pack);
     const close = (async () => {
       try {
         const finished = await pack.finish(this.repo.key);
+        this.saving.delete(pack);
         this.storedBytes += finished.size;
         this.unindexed.push(finished);
-        if (this.unindexed.length >= INDEX_EVERY_PACKS) await this.writeIndex();
+        this.unindexedBlobs += finished.blobs.count;
+        if (this.unindexed.length >= INDEX_EVERY_PACKS || this.unindexedBlobs >= INDEX_EVERY_BLOBS) await this.writeIndex();
       } catch (err) {
         this.fail(err);
       } finally {
@@ -135,9 +142,13 @@ export class BlobWriter {
   private async writeIndex(): Promise<void> {
     const packs = this.unindexed;
     this.unindexed = [];
+    this.unindexedBlobs = 0;
     if (packs.length === 0 || this.failure) return;
     this.storedBytes += await this.repo.index.write(this.repo.backend, this.repo.key, packs);
-    for (const p of packs) for (const b of p.blobs) this.pending.delete(`${toHex(b.id)}${b.type}${b.encrypted ? 'e' : 'p'}`);
+    // What is indexed now is found in the repository's index: the pending set starts over with the rest.
+    this.pending = new BlobTable(256);
+    const rest = [this.packs.data?.blobs, this.packs.tree?.blobs, ...[...this.saving].map((p) => p.blobs), ...this.unindexed.map((p) => p.blobs)];
+    for (const list of rest) for (const b of list ?? []) this.pending.add(b.id, b.type, b.encrypted, 0, 0, 0, 0, 0);
   }
 
   private async drain(): Promise<void> {

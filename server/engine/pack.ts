@@ -17,7 +17,10 @@ import type { CompressionCode } from './types.ts';
  */
 export const DATA_PACK_SIZE = 16 * 1024 * 1024;
 export const TREE_PACK_SIZE = 4 * 1024 * 1024;
+/** A pack is also closed at this many blobs: what a pack being filled holds per blob stays bounded for tiny blobs too. */
+export const PACK_BLOBS = 4096;
 
+/** One blob's place in a pack (its id may be a view into a record buffer: copy it to keep it). */
 export interface PackedBlob {
   id: Uint8Array;
   type: BlobType;
@@ -28,10 +31,56 @@ export interface PackedBlob {
   rawLength: number;
 }
 
+/**
+ * The blob list of a pack being built, compact: 45-byte records (id 32 | flags u8: 1 encrypted,
+ * comp << 1 | offset u32 | length u32 | raw length u32) in one growing buffer, no object per blob.
+ */
+export class BlobRecords {
+  static readonly BYTES = 45;
+  readonly type: BlobType;
+  private buf = Buffer.alloc(BlobRecords.BYTES * 64);
+  count = 0;
+
+  constructor(type: BlobType) {
+    this.type = type;
+  }
+
+  add(id: Uint8Array, encrypted: boolean, comp: CompressionCode, offset: number, length: number, rawLength: number): void {
+    const at = this.count * BlobRecords.BYTES;
+    if (at + BlobRecords.BYTES > this.buf.length) {
+      const bigger = Buffer.alloc(this.buf.length * 2);
+      this.buf.copy(bigger);
+      this.buf = bigger;
+    }
+    this.buf.set(id, at);
+    this.buf[at + 32] = (encrypted ? 1 : 0) | (comp << 1);
+    this.buf.writeUInt32LE(offset, at + 33);
+    this.buf.writeUInt32LE(length, at + 37);
+    this.buf.writeUInt32LE(rawLength, at + 41);
+    this.count++;
+  }
+
+  *[Symbol.iterator](): Generator<PackedBlob> {
+    for (let i = 0; i < this.count; i++) {
+      const at = i * BlobRecords.BYTES;
+      const flags = this.buf[at + 32]!;
+      yield {
+        id: this.buf.subarray(at, at + 32),
+        type: this.type,
+        encrypted: (flags & 1) === 1,
+        comp: ((flags >> 1) & 3) as CompressionCode,
+        offset: this.buf.readUInt32LE(at + 33),
+        length: this.buf.readUInt32LE(at + 37),
+        rawLength: this.buf.readUInt32LE(at + 41),
+      };
+    }
+  }
+}
+
 export interface FinishedPack {
   id: Uint8Array;
   type: BlobType;
-  blobs: PackedBlob[];
+  blobs: Iterable<PackedBlob> & { count: number };
   size: number;
 }
 
@@ -40,9 +89,9 @@ export function packName(id: string): string {
 }
 
 /** The blob list of one pack, as index files and pack headers hold it. */
-export function writeBlobList(w: ByteWriter, type: BlobType, blobs: readonly PackedBlob[]): void {
+export function writeBlobList(w: ByteWriter, type: BlobType, blobs: Iterable<PackedBlob> & { count: number }): void {
   w.u8(type === 'tree' ? 1 : 0);
-  w.varint(blobs.length);
+  w.varint(blobs.count);
   for (const b of blobs) {
     w.raw(b.id);
     w.u8((b.encrypted ? 1 : 0) | (b.comp << 1));
@@ -66,34 +115,60 @@ export function readBlobList(r: ByteReader, what: string): { type: BlobType; blo
   return { type, blobs };
 }
 
+/** Blob data is gathered in slabs of this size (fewer, larger buffers than one per blob). */
+const SLAB = 1024 * 1024;
+
 /**
  * Builds one pack in memory and saves it whole, as object stores require. The pack is named by
  * the SHA-256 of its bytes, so a repeated save (a retry, a second writer with the same content)
- * can only ever write the same object.
+ * can only ever write the same object. Small blobs are copied into 1 MiB slabs as they arrive;
+ * nothing is kept per blob but its 45-byte record.
  */
 export class PackWriter {
   readonly type: BlobType;
-  readonly blobs: PackedBlob[] = [];
+  readonly blobs: BlobRecords;
   size = 0;
   private readonly parts: Uint8Array[] = [];
+  private slab: Buffer | null = null;
+  private slabUsed = 0;
   private readonly backend: Backend;
 
   constructor(backend: Backend, type: BlobType) {
     this.backend = backend;
     this.type = type;
+    this.blobs = new BlobRecords(type);
   }
 
-  /** Appends a blob (its buffer is kept until the pack is saved). */
+  /** Appends a blob; its buffer (transferred from a worker: private) is copied into a slab and freed, or kept when large. */
   add(blob: EncodedBlob, encrypted: boolean): void {
-    this.blobs.push({ id: blob.id, type: this.type, encrypted, comp: blob.comp, offset: this.size, length: blob.data.length, rawLength: blob.rawLength });
-    this.parts.push(blob.data);
-    this.size += blob.data.length;
+    const data = blob.data;
+    this.blobs.add(blob.id, encrypted, blob.comp, this.size, data.length, blob.rawLength);
+    this.size += data.length;
+    if (data.length >= SLAB / 4) {
+      this.closeSlab();
+      this.parts.push(data);
+      return;
+    }
+    if (!this.slab || this.slabUsed + data.length > this.slab.length) {
+      this.closeSlab();
+      this.slab = Buffer.allocUnsafeSlow(SLAB);
+    }
+    this.slab.set(data, this.slabUsed);
+    this.slabUsed += data.length;
+    releasePrivate(data);
+  }
+
+  private closeSlab(): void {
+    if (this.slab && this.slabUsed > 0) this.parts.push(this.slab.subarray(0, this.slabUsed));
+    this.slab = null;
+    this.slabUsed = 0;
   }
 
   /** Appends the header and saves the pack; its buffers are released once saved (or on failure). */
   async finish(key: MasterKey): Promise<FinishedPack> {
     try {
-      const w = new ByteWriter(64 + this.blobs.length * 48);
+      this.closeSlab();
+      const w = new ByteWriter(64 + this.blobs.count * 48);
       writeBlobList(w, this.type, this.blobs);
       const header = encodeBinaryMeta(key, 'pack-header', w.finish());
       const len = Buffer.alloc(4);
@@ -111,8 +186,9 @@ export class PackWriter {
 
   /** Drops the buffered blobs; nothing was saved. */
   abort(): void {
-    for (const part of this.parts) releasePrivate(part); // blobs arrive transferred from a worker: private
+    for (const part of this.parts) releasePrivate(part); // slabs and transferred blobs: private
     this.parts.length = 0;
+    this.slab = null;
   }
 }
 
