@@ -179,4 +179,37 @@ describe('cancellation', () => {
     controller.abort();
     await expect(backup(repo, { source: dir, ...opts, signal: controller.signal })).rejects.toMatchObject({ code: 'CANCELLED' });
   });
+
+});
+
+describe('progress', () => {
+  it('reports progress totals from the counting scan while the backup is still running, and restore totals likewise', async () => {
+    const src = join(dir, 'src');
+    await mkdir(join(src, 'd'), { recursive: true });
+    for (let i = 0; i < 50; i++) await writeFile(join(src, 'd', `f${i}`), 'x'.repeat(i + 1));
+    const bytes = (50 * 51) / 2;
+    let totalsSeen!: () => void;
+    const known = new Promise<void>((resolve) => (totalsSeen = resolve));
+    const reports: { filesDone: number; filesTotal: number; bytesTotal: number }[] = [];
+    const onProgress = (p: (typeof reports)[number]): void => {
+      reports.push(p);
+      if (p.filesTotal > 0) totalsSeen();
+    };
+    // The first file waits for the totals: they must come from the scan beside the backup, not from its end.
+    const held = (): Promise<void> => Promise.race([known, new Promise<void>((resolve) => setTimeout(resolve, 5000))]);
+    const { snapshotId } = await backup(repo, { source: src, compression: 'zstd', encryption: true, deduplication: true, onProgress, beforeOpen: held });
+    expect(reports[0]).toEqual({ filesDone: 0, filesTotal: 0, bytesDone: 0, bytesTotal: 0 });
+    expect(reports).toContainEqual({ filesDone: 0, filesTotal: 50, bytesDone: 0, bytesTotal: bytes });
+
+    reports.length = 0;
+    const restoreKnown = new Promise<void>((resolve) => (totalsSeen = resolve));
+    await restore(repo, snapshotId, {
+      target: join(dir, 'out'),
+      overwrite: 'never',
+      onProgress,
+      beforeCreate: () => Promise.race([restoreKnown, new Promise<void>((resolve) => setTimeout(resolve, 5000))]),
+    });
+    expect(reports).toContainEqual({ filesDone: 0, filesTotal: 50, bytesDone: 0, bytesTotal: bytes });
+    expect(reports.at(-1)).toEqual({ filesDone: 50, filesTotal: 50, bytesDone: bytes, bytesTotal: bytes });
+  });
 });

@@ -126,3 +126,29 @@ it('with encryption on, a marker string of the source appears nowhere in the rep
   for (const f of await allFiles(join(dir, 'repo'))) if ((await readFile(f)).includes(Buffer.from(marker))) found = true;
   expect(found).toBe(true);
 });
+
+it('shares unchanged directories between snapshots, opens no unchanged file, and stores only the trees on the path to a change', async () => {
+  const src = join(dir, 'src');
+  for (const d of ['a', 'b', 'c/x/y']) await mkdir(join(src, d), { recursive: true });
+  for (const d of ['a', 'b', 'c/x/y']) for (let i = 0; i < 3; i++) await writeFile(join(src, d, `f${i}.txt`), `${d} ${i}\n`);
+  const opts = { compression: 'zstd', encryption: true, deduplication: true } as const;
+  const trees = (): number => [...repo.index.table.slots()].filter((s) => repo.index.table.location(s).type === 'tree').length;
+  const first = await backup(repo, { source: src, ...opts });
+  expect(trees()).toBe(6); // root, a, b, c, c/x, c/x/y
+  const packs = (await allFiles(join(dir, 'repo', 'data'))).length;
+
+  const opened: string[] = [];
+  const again = await backup(repo, { source: src, ...opts, beforeOpen: (path, type) => void (type === 'file' && opened.push(Buffer.from(path).toString())) });
+  expect(opened).toEqual([]);
+  expect((await repo.snapshot(again.snapshotId)).tree).toBe((await repo.snapshot(first.snapshotId)).tree);
+  expect((await repo.snapshot(again.snapshotId)).parent).toBe(first.snapshotId);
+  expect(again.storedBytes).toBeLessThan(1024); // the snapshot header only
+  expect((await allFiles(join(dir, 'repo', 'data'))).length).toBe(packs);
+
+  await writeFile(join(src, 'c/x/y/f1.txt'), 'changed\n');
+  const changed = await backup(repo, { source: src, ...opts, beforeOpen: (path, type) => void (type === 'file' && opened.push(Buffer.from(path).toString())) });
+  expect(opened).toEqual(['c/x/y/f1.txt']);
+  expect(trees()).toBe(6 + 4); // root, c, c/x, c/x/y again; a and b shared
+  await restore(repo, changed.snapshotId, { target: join(dir, 'out'), overwrite: 'never' });
+  expect(await describeTree(join(dir, 'out'))).toEqual(await describeTree(src));
+});
