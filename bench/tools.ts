@@ -54,18 +54,17 @@ const PASSWORD = 'bench-password-not-secret';
 
 export function ours(root: string): Tool {
   const cli = join(root, 'bench', 'engine-cli.ts');
-  const env = { BENCH_PASSWORD: PASSWORD };
   return {
     name: 'ours',
     async init() {
       // The repository is created on first open, inside the first backup's time.
     },
     async backup(repo, source, home) {
-      const m = await measure(process.execPath, [cli, 'backup', repo, source], { env, scratch: home });
+      const m = await measure(process.execPath, [cli, 'backup', repo, source], { scratch: home });
       return { ...m, snapshot: (JSON.parse(m.stdout) as { snapshotId: string }).snapshotId };
     },
     restore(repo, snapshot, target, home) {
-      return measure(process.execPath, [cli, 'restore', repo, snapshot, target], { env, scratch: home });
+      return measure(process.execPath, [cli, 'restore', repo, snapshot, target], { scratch: home });
     },
   };
 }

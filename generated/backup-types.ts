@@ -467,7 +467,7 @@ export interface components {
             /** @description Whether chunks already in the repository are reused instead of written again. */
             deduplication: boolean;
         };
-        /** @description How far the job is. The totals are known once the source (or the selected backup content) has been scanned; until then they are 0. Counts only grow while the job runs; at `completed`, `files_done` equals `files_total` and `bytes_done` equals `bytes_total`. Progress counts regular files only, the entries with content to read or write; the job's own counts (`files_backed_up`, `files_restored`) include directories and symlinks too. */
+        /** @description How far the job is. The totals are known once the source (or the selected backup content) has been scanned; until then they are 0. Counts only grow while the job runs; at `completed`, `files_done` equals `files_total` and `bytes_done` equals `bytes_total`. Progress counts regular files only, the entries with content to read or write; the job's own counts (`files_backed_up`, `files_restored`) include symlinks too. A backup's totals come from a quick count that runs beside it, so counts grow from the start and the totals follow within seconds. */
         JobProgress: {
             /** @description Regular files processed so far. */
             files_done: number;
@@ -486,7 +486,7 @@ export interface components {
         };
         /** Format: date-time */
         NullableDateTime: string | null;
-        /** @description Why the job failed: `null` unless `status` is `failed`. Codes come from the API error catalogue where the meaning is the same, because the conditions checked when the job was accepted are checked again when it runs: `INVALID_SOURCE` (the source vanished or became unreadable), `INVALID_TARGET`, `SOURCE_NOT_ALLOWED`, `TARGET_NOT_ALLOWED`, `DESTINATION_UNAVAILABLE`, `BACKUP_NOT_COMPLETED`, `INTERNAL_ERROR`. Job-only codes: `INTERRUPTED` (the server stopped while the job ran; start it again) and `CORRUPT_DATA` (stored data failed its integrity check). The set is open: show `message` for codes you do not know. */
+        /** @description Why the job failed: `null` unless `status` is `failed`. Codes come from the API error catalogue where the meaning is the same, because the conditions checked when the job was accepted are checked again when it runs: `INVALID_SOURCE` (the source vanished or became unreadable), `INVALID_TARGET`, `SOURCE_NOT_ALLOWED`, `TARGET_NOT_ALLOWED`, `DESTINATION_UNAVAILABLE` (the repository's storage cannot be reached or written), `STORAGE_FULL` (no space left on the repository's storage, or on the restore target; nothing half-written is left, free space and run the job again), `BACKUP_NOT_COMPLETED`, `INTERNAL_ERROR`. Job-only codes: `INTERRUPTED` (the server stopped while the job ran; start it again) and `CORRUPT_DATA` (stored data failed its integrity check). The set is open: show `message` for codes you do not know. */
         JobError: {
             /**
              * @description Machine-readable reason, upper case with underscores.
@@ -499,6 +499,31 @@ export interface components {
              */
             message: string;
         } | null;
+        /**
+         * @description A path relative to the backup's source, `/`-separated (for example `reports/2026/q3.pdf`). No leading `/`, no `.` or `..` segments, no NUL character. A directory stands for its whole subtree.
+         *     File names are bytes, and not every name is valid UTF-8 text (Linux allows any byte but `/` and NUL). A path is therefore written as its UTF-8 text, except that every byte that is not part of a well-formed UTF-8 sequence, and every backslash, is written `\xHH` (two lower-case hex digits; a backslash itself is `\x5c`): the name whose bytes are `caf` 0xE9 `.jpg` (Latin-1) is `caf\xe9.jpg`, and `a\b` is `a\x5cb`. The mapping is one to one, so every name can be listed and asked for in a restore exactly. Paths longer than the system's 4096-byte limit are kept whole.
+         * @example reports/2026/q3.pdf
+         * @example photos/caf\xe9.jpg
+         */
+        RelativePath: string;
+        /** @description Entries the job could not back up (or restore), each with the reason. The job still completes with everything else, so a frontend tells a clean job from a partial one by `count` (`0` when clean). Typical reasons: the entry is a FIFO, socket or device (never backed up), it cannot be read (permissions), it vanished or was replaced while the job ran (a replaced entry is never followed or read), or, for a restore, the target changed under the job. Known once the job is `completed`; until then, and for a job that failed or was cancelled, `{count: 0, items: []}`. */
+        JobWarnings: {
+            /**
+             * @description How many entries were left out, in all.
+             * @example 2
+             */
+            count: number;
+            /** @description The first 100 of them, in the order they were met. */
+            items: {
+                /** @description The entry, relative to the backup's source, in the escaped form of `RelativePath`. */
+                path: components["schemas"]["RelativePath"];
+                /**
+                 * @description Why it was left out, in English, for people (not a code to act on).
+                 * @example a socket: not backed up
+                 */
+                reason: string;
+            }[];
+        };
         /** @description A backup job and, once completed, the snapshot it produced. Its `id` is the handle for restores and file listings. */
         BackupJob: {
             id: components["schemas"]["BackupId"];
@@ -508,7 +533,7 @@ export interface components {
             destination: components["schemas"]["Destination"];
             options: components["schemas"]["BackupOptions"];
             /**
-             * @description Entries (files, directories, symlinks) recorded in the snapshot so far; the final count once `completed`.
+             * @description Files recorded in the snapshot: regular files and symlinks (directories are not counted). While the job runs, the regular files processed so far; the final count once `completed`.
              * @example 1284
              */
             files_backed_up: number;
@@ -540,6 +565,7 @@ export interface components {
             /** @description When the job reached a final status; `null` until then. */
             finished_at: components["schemas"]["NullableDateTime"];
             error: components["schemas"]["JobError"];
+            warnings: components["schemas"]["JobWarnings"];
         };
         /** @description One page of the caller's backup jobs, newest first. */
         BackupList: {
@@ -583,11 +609,6 @@ export interface components {
             data: components["schemas"]["BackupJob"];
         };
         /**
-         * @description A path relative to the backup's source, `/`-separated (for example `reports/2026/q3.pdf`). No leading `/`, no `.` or `..` segments, no NUL character. A directory stands for its whole subtree.
-         * @example reports/2026/q3.pdf
-         */
-        RelativePath: string;
-        /**
          * @description What to do when a file to restore already exists in the target:
          *     - `never` (default): leave the existing file untouched and count it in `files_skipped`;
          *     - `if_changed`: replace it when its size, modification time or content differ from the backup, otherwise skip it;
@@ -625,12 +646,12 @@ export interface components {
             paths: components["schemas"]["RelativePath"][] | null;
             overwrite: components["schemas"]["Overwrite"];
             /**
-             * @description Entries written into the target so far (files, directories, symlinks).
+             * @description Files written into the target (regular files and symlinks; directories are not counted).
              * @example 1279
              */
             files_restored: number;
             /**
-             * @description Entries left untouched because they already existed (per `overwrite`).
+             * @description Files (regular files and symlinks) left untouched because they already existed (per `overwrite`).
              * @example 5
              */
             files_skipped: number;
@@ -656,6 +677,7 @@ export interface components {
             /** @description When the job reached a final status; `null` until then. */
             finished_at: components["schemas"]["NullableDateTime"];
             error: components["schemas"]["JobError"];
+            warnings: components["schemas"]["JobWarnings"];
         };
         /** @description Success envelope whose `data` is a restore job. */
         RestoreJobEnvelope: components["schemas"]["SuccessEnvelope"] & {
@@ -688,7 +710,7 @@ export interface components {
             modified_at: string;
             /** @description SHA-256 of the file content, lower-case hex; `null` for directories and symlinks. */
             sha256: string | null;
-            /** @description The target a symlink points to, as stored; `null` for files and directories. */
+            /** @description The target a symlink points to, as stored (bytes written as in `RelativePath`); `null` for files and directories. */
             link_target?: string | null;
         };
         /** @description One page of the entries of a completed backup, in path order. */
@@ -901,7 +923,7 @@ export interface components {
         RestoreIdPath: components["schemas"]["RestoreId"];
         /** @description The backup to list. Default: the caller's newest completed backup. Unknown or another account's: `404 BACKUP_NOT_FOUND`; not completed: `409 BACKUP_NOT_COMPLETED`. */
         FilesBackupId: components["schemas"]["BackupId"];
-        /** @description Only entries whose `path` starts with this string (a plain string prefix, case-sensitive: `photos/` lists everything under `photos`, `photos` also matches `photos-old`). Reserved characters such as `/` may be sent as they are or percent-encoded. */
+        /** @description Only entries whose `path` starts with this string (a plain string prefix, case-sensitive: `photos/` lists everything under `photos`, `photos` also matches `photos-old`). Reserved characters such as `/` may be sent as they are or percent-encoded. Written like a `RelativePath` (bytes that are not UTF-8, and the backslash, as `\xHH`). */
         FilesPrefix: string;
         /** @description Entries per page, 1–1000. */
         FilesLimit: number;
@@ -1462,7 +1484,7 @@ export interface operations {
             query?: {
                 /** @description The backup to list. Default: the caller's newest completed backup. Unknown or another account's: `404 BACKUP_NOT_FOUND`; not completed: `409 BACKUP_NOT_COMPLETED`. */
                 backup_id?: components["parameters"]["FilesBackupId"];
-                /** @description Only entries whose `path` starts with this string (a plain string prefix, case-sensitive: `photos/` lists everything under `photos`, `photos` also matches `photos-old`). Reserved characters such as `/` may be sent as they are or percent-encoded. */
+                /** @description Only entries whose `path` starts with this string (a plain string prefix, case-sensitive: `photos/` lists everything under `photos`, `photos` also matches `photos-old`). Reserved characters such as `/` may be sent as they are or percent-encoded. Written like a `RelativePath` (bytes that are not UTF-8, and the backslash, as `\xHH`). */
                 prefix?: components["parameters"]["FilesPrefix"];
                 /** @description Entries per page, 1–1000. */
                 limit?: components["parameters"]["FilesLimit"];

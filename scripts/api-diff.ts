@@ -40,10 +40,14 @@ const major = (version: string): number => Number.parseInt(version.replace(/^v/,
 
 /**
  * Changes the rules rate major that the APIs' compatibility policy allows in a minor version:
- * the error catalogue may gain codes (clients act on the HTTP status of a code they do not know).
+ * the error catalogue may gain codes (clients act on the HTTP status of a code they do not know);
+ * paths and link targets may be longer (names are bytes: a path beyond 4096 bytes, left out of
+ * a backup before 1.1, now appears whole).
  */
 const ALLOWED_BY_POLICY: readonly { ruleId: string; pointer: string }[] = [
   { ruleId: 'enum-values-added', pointer: '#/components/schemas/ErrorCode/enum' },
+  { ruleId: 'schema-constraint-changed', pointer: '#/components/schemas/RelativePath/maxLength' },
+  { ruleId: 'schema-constraint-changed', pointer: '#/components/schemas/FileEntry/properties/link_target/maxLength' },
 ];
 
 function allowedByPolicy(v: DiffVerdict): boolean {

@@ -57,7 +57,7 @@ describe('Backup API over real HTTP with real files', () => {
     expect(created.headers.get('preference-applied')).toBe('wait=30');
     const job = created.body.data;
     expect(created.headers.get('location')).toBe(`/api/v1/backup/${job.id}`);
-    expect(job).toMatchObject({ status: 'completed', source: docs, destination: 'cloud', files_backed_up: 7, error: null }); // entries: 4 files, 1 symlink, 2 directories
+    expect(job).toMatchObject({ status: 'completed', source: docs, destination: 'cloud', files_backed_up: 5, error: null, warnings: { count: 0, items: [] } }); // 4 regular files and a symlink
     expect(job.size_bytes).toBe(3 * 1024 * 1024 + 17 + 14 + 10_000);
     expect(job.stored_bytes).toBeGreaterThan(3 * 1024 * 1024);
     expect(job.progress).toMatchObject({ files_done: 4, files_total: 4 });
@@ -70,14 +70,14 @@ describe('Backup API over real HTTP with real files', () => {
     const restore = await h.request('/api/v1/restore', { method: 'POST', token, json: { backup_id: job.id, target_path: target }, headers: { Prefer: 'wait=30' } });
     expect(restore.status).toBe(202);
     expect(restore.headers.get('location')).toBe(`/api/v1/restore/${restore.body.data.id}`);
-    expect(restore.body.data).toMatchObject({ status: 'completed', backup_id: job.id, target_path: target, overwrite: 'never', paths: null, files_restored: 7, files_skipped: 0 });
+    expect(restore.body.data).toMatchObject({ status: 'completed', backup_id: job.id, target_path: target, overwrite: 'never', paths: null, files_restored: 5, files_skipped: 0, warnings: { count: 0, items: [] } });
     expect(snapshotTree(target)).toEqual(snapshotTree(docs));
     expect(statSync(join(target, 'reports', 'summary.md')).mode & 0o777).toBe(0o600);
 
     const again = await h.request('/api/v1/restore', { method: 'POST', token, json: { backup_id: job.id, target_path: target }, headers: { Prefer: 'wait=30' } });
-    expect(again.body.data).toMatchObject({ status: 'completed', files_restored: 0, files_skipped: 7 });
+    expect(again.body.data).toMatchObject({ status: 'completed', files_restored: 0, files_skipped: 5 });
     const always = await h.request('/api/v1/restore', { method: 'POST', token, json: { backup_id: job.id, target_path: target, overwrite: 'always' }, headers: { Prefer: 'wait=30' } });
-    expect(always.body.data).toMatchObject({ status: 'completed', files_restored: 5, files_skipped: 2 }); // existing directories stay
+    expect(always.body.data).toMatchObject({ status: 'completed', files_restored: 5, files_skipped: 0 });
     expect(snapshotTree(target)).toEqual(snapshotTree(docs));
     const read = await h.request(`/api/v1/restore/${again.body.data.id}`, { token });
     expect(read.body.data.id).toBe(again.body.data.id);
@@ -86,7 +86,7 @@ describe('Backup API over real HTTP with real files', () => {
       method: 'POST', token, headers: { Prefer: 'wait=30' },
       json: { backup_id: job.id, target_path: join(h.root, 'subset'), paths: ['reports/2024'], overwrite: 'always' },
     });
-    expect(subset.body.data).toMatchObject({ status: 'completed', files_restored: 2, paths: ['reports/2024'] }); // the directory and its file
+    expect(subset.body.data).toMatchObject({ status: 'completed', files_restored: 1, paths: ['reports/2024'] }); // the directory's one file
     expect(readFileSync(join(h.root, 'subset', 'reports', '2024', 'q1.bin')).equals(readFileSync(join(docs, 'reports', '2024', 'q1.bin')))).toBe(true);
   });
 
@@ -96,7 +96,7 @@ describe('Backup API over real HTTP with real files', () => {
       { compression: 'none', encryption: true, deduplication: false },
     ]) {
       const created = await h.request('/api/v1/backup', { method: 'POST', token, headers: { Prefer: 'wait=30' }, json: { source: join(docs, 'reports'), destination: 'local', options } });
-      expect(created.body.data).toMatchObject({ status: 'completed', destination: 'local', options, files_backed_up: 3 });
+      expect(created.body.data).toMatchObject({ status: 'completed', destination: 'local', options, files_backed_up: 2 }); // summary.md and 2024/q1.bin
       const target = join(h.root, `restored-${options.compression}`);
       const restored = await h.request('/api/v1/restore', { method: 'POST', token, headers: { Prefer: 'wait=30' }, json: { backup_id: created.body.data.id, target_path: target } });
       expect(restored.body.data.status).toBe('completed');

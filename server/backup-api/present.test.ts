@@ -11,6 +11,7 @@ const base: BackupJob = {
   finishedAt: null,
   progress: { filesDone: 3, filesTotal: 10, bytesDone: 300, bytesTotal: 1000 },
   error: null,
+  warnings: { count: 0, items: [] },
   source: '/data',
   destination: 'cloud',
   compression: 'zstd',

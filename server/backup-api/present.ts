@@ -32,6 +32,7 @@ export function presentBackup(job: BackupJob): Schemas['BackupJob'] {
     started_at: job.startedAt,
     finished_at: job.finishedAt,
     error: job.error,
+    warnings: job.warnings,
   };
 }
 
@@ -52,6 +53,7 @@ export function presentRestore(job: RestoreJob): Schemas['RestoreJob'] {
     started_at: job.startedAt,
     finished_at: job.finishedAt,
     error: job.error,
+    warnings: job.warnings,
   };
 }
 

@@ -1,5 +1,8 @@
+import { hkdfSync } from 'node:crypto';
 import { join } from 'node:path';
-import type { Secret } from '../engine/index.ts';
+import { hasLegacyKeys, masterKeyFromBytes, unlockLegacyKey } from '../engine/index.ts';
+import type { MasterKey } from '../engine/index.ts';
+import type { Backend } from '../engine/storage/backend.ts';
 import { loadOrCreateSecret } from '../secrets.ts';
 
 /** Destinations configured out of the box: both are repositories on local disk under DATA_DIR. */
@@ -26,6 +29,17 @@ export function repositoryLockKey(accountId: string, destination: string): strin
 }
 
 /** BACKUP_REPOSITORY_PASSWORD, else a random password kept in DATA_DIR/secrets/repository-password. */
-export function repositorySecret(dataDir: string, password: string | undefined): Secret {
+export function repositorySecret(dataDir: string, password: string | undefined): { password: string } {
   return { password: password ?? loadOrCreateSecret(dataDir, 'repository-password', 32).toString('base64url') };
+}
+
+/**
+ * The key of one repository: one written by 1.0.0 keeps its key wrapped in its key files (keys/),
+ * opened with the password; a newer one's key is derived from the password, the account and the
+ * destination, so no two repositories share a key.
+ */
+export async function repositoryKey(backend: Backend, secret: { password: string }, accountId: string, destination: Destination): Promise<MasterKey> {
+  if (await hasLegacyKeys(backend)) return unlockLegacyKey(backend, secret);
+  const bytes = hkdfSync('sha256', Buffer.from(secret.password, 'utf8'), 'backup-service repository key', `${accountId}/${destination}`, 64);
+  return masterKeyFromBytes(new Uint8Array(bytes));
 }

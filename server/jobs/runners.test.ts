@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -46,7 +47,7 @@ describe('job runners with the engine', () => {
     const id = addBackup(join(root, 'src'));
     expect(await queue.waitSettled('backup', id, 30_000)).toBe(true);
     const job = store.jobs.getBackup(id)!;
-    expect(job).toMatchObject({ status: 'completed', filesBackedUp: 4, sizeBytes: 300_006, error: null }); // entries, as the contract counts
+    expect(job).toMatchObject({ status: 'completed', filesBackedUp: 3, sizeBytes: 300_006, error: null, warnings: { count: 0, items: [] } }); // 2 regular files and a symlink
     expect(job.storedBytes).toBeGreaterThan(0);
     expect(job.progress.filesDone).toBe(2);
     expect(job.startedAt).not.toBeNull();
@@ -60,9 +61,32 @@ describe('job runners with the engine', () => {
     store.jobs.insertRestore({ id: rid, accountId, backupId: id, targetPath: join(root, 'restored'), paths: null, overwrite: 'never' });
     queue.enqueue('restore', rid, `${accountId}/cloud`);
     expect(await queue.waitSettled('restore', rid, 30_000)).toBe(true);
-    expect(store.jobs.getRestore(rid)).toMatchObject({ status: 'completed', filesRestored: 4, filesSkipped: 0, sizeBytes: 300_006 }); // 2 files, a symlink, a directory
+    expect(store.jobs.getRestore(rid)).toMatchObject({ status: 'completed', filesRestored: 3, filesSkipped: 0, sizeBytes: 300_006 }); // 2 files and a symlink
     expect(readFileSync(join(root, 'restored', 'sub', 'b.bin')).equals(readFileSync(join(root, 'src', 'sub', 'b.bin')))).toBe(true);
     expect(readFileSync(join(root, 'restored', 'a.txt'), 'utf8')).toBe('hello\n');
+  });
+
+  it('records what the backup left out as warnings, and lists and restores names that are not UTF-8 in their escaped form', async () => {
+    const odd = join(root, 'odd');
+    mkdirSync(odd);
+    writeFileSync(Buffer.concat([Buffer.from(`${odd}/caf`), Uint8Array.of(0xe9), Buffer.from('.txt')]), 'latin-1 name');
+    writeFileSync(join(odd, 'back\\slash'), 'backslash');
+    execFileSync('mkfifo', [join(odd, 'pipe')]);
+    const id = addBackup(odd);
+    expect(await queue.waitSettled('backup', id, 30_000)).toBe(true);
+    expect(store.jobs.getBackup(id)).toMatchObject({
+      status: 'completed',
+      filesBackedUp: 2,
+      warnings: { count: 1, items: [{ path: 'pipe', reason: 'a FIFO: not backed up' }] },
+    });
+    expect(store.files.page(id, { limit: 10 }).items.map((f) => f.path)).toEqual(['back\\x5cslash', 'caf\\xe9.txt']);
+
+    const rid = newId('rst');
+    store.jobs.insertRestore({ id: rid, accountId, backupId: id, targetPath: join(root, 'odd-restored'), paths: ['caf\\xe9.txt'], overwrite: 'never' });
+    queue.enqueue('restore', rid, `${accountId}/cloud`);
+    expect(await queue.waitSettled('restore', rid, 30_000)).toBe(true);
+    expect(store.jobs.getRestore(rid)).toMatchObject({ status: 'completed', filesRestored: 1, warnings: { count: 0, items: [] } });
+    expect(readdirSync(join(root, 'odd-restored'), { encoding: 'buffer' })).toEqual([Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x2e, 0x74, 0x78, 0x74])]);
   });
 
   it('fails a job whose source vanished before it ran with INVALID_SOURCE', async () => {

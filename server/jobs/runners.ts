@@ -1,19 +1,20 @@
-import { lstat, mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import { blockedAncestor, confine } from '../allowed-roots.ts';
-import { EngineError, Repository, backup, listEntries, restore, type EntryRecord, type Secret } from '../engine/index.ts';
+import { EngineError, Repository, backup, restore, type EntryRecord, type Warnings } from '../engine/index.ts';
+import { LocalBackend } from '../engine/storage/local.ts';
+import { pathToText, textToPath } from '../escaped-path.ts';
 import { transaction } from '../store/db.ts';
-import type { FileRecord, JobError, JobKind, Store } from '../store/index.ts';
+import type { FileRecord, JobError, JobKind, JobWarnings, Store } from '../store/index.ts';
 import { ProgressWriter } from './progress-writer.ts';
 import { ABORT_SHUTDOWN, type JobRunner } from './queue.ts';
-import { isDestination, repositoryDir } from './repositories.ts';
+import { isDestination, repositoryDir, repositoryKey } from './repositories.ts';
 
 export interface RunnerDeps {
   store: Store;
   dataDir: string;
   allowedRoots: readonly string[];
-  secret: Secret;
+  secret: { password: string };
   logger: Logger;
   /** Test hook: how often progress is written (default 500 ms). */
   progressIntervalMs?: number;
@@ -38,17 +39,24 @@ const ENGINE_FAILURES: Record<string, JobError> = {
   PATH_NOT_FOUND: { code: 'INVALID_SOURCE', message: 'An entry of paths matches nothing in the backup.' },
   RESTORE_CONFLICT: { code: 'INVALID_TARGET', message: 'The target cannot be written.' },
   CORRUPT_DATA: { code: 'CORRUPT_DATA', message: 'Stored data failed its integrity check.' },
+  STORAGE_FULL: { code: 'STORAGE_FULL', message: 'No space is left on the storage; nothing half-written was kept. Free space and run the job again.' },
+  DESTINATION_UNAVAILABLE: { code: 'DESTINATION_UNAVAILABLE', message: 'The destination storage cannot be reached or written.' },
 };
+
+/** The engine's warnings with their byte paths in the API's text form. */
+function toJobWarnings(w: Warnings): JobWarnings {
+  return { count: w.count, items: w.items.map((i) => ({ path: pathToText(i.path), reason: i.reason })) };
+}
 
 function toFileRecord(e: EntryRecord): FileRecord {
   return {
-    path: e.path,
+    path: pathToText(e.path),
     type: e.type,
     sizeBytes: e.size,
     mode: e.mode,
     modifiedAt: e.mtime.toISOString(),
     sha256: e.sha256,
-    linkTarget: e.linkTarget ?? null,
+    linkTarget: e.linkTarget ? pathToText(e.linkTarget) : null,
   };
 }
 
@@ -56,7 +64,8 @@ async function openRepository(deps: RunnerDeps, accountId: string, destination: 
   if (!isDestination(destination)) throw new JobFailure('DESTINATION_UNAVAILABLE', `Destination ${destination} is not configured.`);
   const dir = repositoryDir(deps.dataDir, accountId, destination);
   await mkdir(dir, { recursive: true });
-  return Repository.open(dir, deps.secret);
+  const backend = new LocalBackend(dir);
+  return Repository.open(backend, await repositoryKey(backend, deps.secret, accountId, destination));
 }
 
 async function runBackup(deps: RunnerDeps, id: string, signal: AbortSignal): Promise<void> {
@@ -70,6 +79,7 @@ async function runBackup(deps: RunnerDeps, id: string, signal: AbortSignal): Pro
   const progress = new ProgressWriter(store, 'backup', id, deps.progressIntervalMs);
   const repo = await openRepository(deps, job.accountId, job.destination);
   try {
+    const entries: FileRecord[] = [];
     const result = await backup(repo, {
       source: place.resolved,
       compression: job.compression,
@@ -77,23 +87,24 @@ async function runBackup(deps: RunnerDeps, id: string, signal: AbortSignal): Pro
       deduplication: job.deduplication,
       signal,
       onProgress: progress.report,
+      onEntries: (batch) => {
+        for (const e of batch) entries.push(toFileRecord(e));
+      },
     });
-    if (result.errors.length) deps.logger.warn({ job_id: id, errors: result.errors.slice(0, 20), count: result.errors.length }, 'backup skipped unreadable entries');
-    const entries: FileRecord[] = [];
-    for await (const e of listEntries(repo, result.snapshotId)) entries.push(toFileRecord(e));
+    const warnings = toJobWarnings(result.warnings);
+    if (warnings.count > 0) deps.logger.warn({ job_id: id, count: warnings.count, first: warnings.items.slice(0, 20) }, 'backup left entries out');
     transaction(store.db, () => {
       store.files.insertListing(id, entries);
-      const done = { ...progress.latest, filesDone: result.filesBackedUp, bytesDone: result.sizeBytes };
       store.jobs.completeBackup(id, {
         snapshotId: result.snapshotId,
-        // The contract counts entries (files, directories, symlinks); the engine's filesBackedUp counts files.
-        filesBackedUp: result.entries,
+        filesBackedUp: result.files,
         sizeBytes: result.sizeBytes,
         storedBytes: result.storedBytes,
-        progress: { ...done, filesTotal: Math.max(done.filesTotal, done.filesDone), bytesTotal: Math.max(done.bytesTotal, done.bytesDone) },
+        progress: progress.latest, // the engine's last report: done equals total
+        warnings,
       });
     });
-    deps.logger.info({ job_id: id, account: job.accountId, entries: result.entries, files: result.filesBackedUp, size_bytes: result.sizeBytes, stored_bytes: result.storedBytes }, 'backup completed');
+    deps.logger.info({ job_id: id, account: job.accountId, files: result.files, directories: result.directories, size_bytes: result.sizeBytes, stored_bytes: result.storedBytes, warnings: warnings.count }, 'backup completed');
   } finally {
     await repo.close();
   }
@@ -113,33 +124,25 @@ async function runRestore(deps: RunnerDeps, id: string, signal: AbortSignal): Pr
   const blocked = job.paths ? await blockedAncestor(place.resolved, job.paths) : null;
   if (blocked) throw new JobFailure('INVALID_TARGET', `${blocked} in the target is not a directory.`);
   await mkdir(place.resolved, { recursive: true });
-  // The contract counts entries; the engine counts files. Directories and symlinks are judged here,
-  // before the engine runs, the way it treats them: an existing directory is left as it is, an
-  // existing symlink is replaced unless overwrite is never.
-  const others = store.files.nonFiles(source.id, job.paths);
-  let othersSkipped = 0;
-  for (const e of others) {
-    const existing = await lstat(join(place.resolved, ...e.path.split('/'))).catch(() => null);
-    if (existing && (e.type === 'directory' || job.overwrite === 'never')) othersSkipped++;
-  }
   const progress = new ProgressWriter(store, 'restore', id, deps.progressIntervalMs);
   const repo = await openRepository(deps, job.accountId, source.destination);
   try {
     const result = await restore(repo, source.snapshotId, {
       target: place.resolved,
-      ...(job.paths ? { paths: job.paths } : {}),
+      ...(job.paths ? { paths: job.paths.map(textToPath) } : {}),
       overwrite: job.overwrite,
       signal,
       onProgress: progress.report,
     });
-    const p = progress.latest;
+    const warnings = toJobWarnings(result.warnings);
     store.jobs.completeRestore(id, {
-      filesRestored: result.filesRestored + others.length - othersSkipped,
-      filesSkipped: result.filesSkipped + othersSkipped,
+      filesRestored: result.filesRestored,
+      filesSkipped: result.filesSkipped,
       sizeBytes: result.sizeBytes,
-      progress: { ...p, filesDone: Math.max(p.filesDone, p.filesTotal), bytesDone: Math.max(p.bytesDone, p.bytesTotal) },
+      progress: progress.latest,
+      warnings,
     });
-    deps.logger.info({ job_id: id, account: job.accountId, files: result.filesRestored, skipped: result.filesSkipped, other_entries: others.length }, 'restore completed');
+    deps.logger.info({ job_id: id, account: job.accountId, files: result.filesRestored, skipped: result.filesSkipped, warnings: warnings.count }, 'restore completed');
   } finally {
     await repo.close();
   }

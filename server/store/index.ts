@@ -45,5 +45,5 @@ export class Store {
 export type { Account, ApiKeyRecord } from './accounts.ts';
 export type { ContactMessage, ContactType } from './contacts.ts';
 export type { FileRecord } from './files.ts';
-export type { BackupJob, JobError, JobKind, JobStatus, Progress, RestoreJob } from './jobs.ts';
+export type { BackupJob, JobError, JobKind, JobStatus, JobWarnings, Progress, RestoreJob } from './jobs.ts';
 export type { Subscriber } from './newsletter.ts';

@@ -17,6 +17,14 @@ export interface JobError {
   message: string;
 }
 
+/** Entries a completed job left out: the total, and the first 100 with the reason (paths in the API's escaped text form). */
+export interface JobWarnings {
+  count: number;
+  items: { path: string; reason: string }[];
+}
+
+const NO_WARNINGS: JobWarnings = { count: 0, items: [] };
+
 interface CommonJob {
   id: string;
   accountId: string;
@@ -26,6 +34,7 @@ interface CommonJob {
   finishedAt: string | null;
   progress: Progress;
   error: JobError | null;
+  warnings: JobWarnings;
 }
 
 export interface BackupJob extends CommonJob {
@@ -67,6 +76,7 @@ function common(row: Row): CommonJob {
       bytesTotal: row.bytes_total as number,
     },
     error: row.error_code ? { code: row.error_code as string, message: (row.error_message as string) ?? '' } : null,
+    warnings: row.warnings ? (JSON.parse(row.warnings as string) as JobWarnings) : NO_WARNINGS,
   };
 }
 
@@ -169,25 +179,25 @@ export class JobStore {
       .run(p.filesDone, p.filesTotal, p.bytesDone, p.bytesTotal, id);
   }
 
-  completeBackup(id: string, r: { snapshotId: string; filesBackedUp: number; sizeBytes: number; storedBytes: number; progress: Progress }): boolean {
+  completeBackup(id: string, r: { snapshotId: string; filesBackedUp: number; sizeBytes: number; storedBytes: number; progress: Progress; warnings?: JobWarnings }): boolean {
     const res = prepare(this.db, 
         `UPDATE backup_jobs SET status = 'completed', finished_at = ?, snapshot_id = ?, files_backed_up = ?, size_bytes = ?, stored_bytes = ?,
-           files_done = ?, files_total = ?, bytes_done = ?, bytes_total = ?
+           files_done = ?, files_total = ?, bytes_done = ?, bytes_total = ?, warnings = ?
          WHERE id = ? AND status = 'running'`,
       )
       .run(new Date().toISOString(), r.snapshotId, r.filesBackedUp, r.sizeBytes, r.storedBytes,
-        r.progress.filesDone, r.progress.filesTotal, r.progress.bytesDone, r.progress.bytesTotal, id);
+        r.progress.filesDone, r.progress.filesTotal, r.progress.bytesDone, r.progress.bytesTotal, JSON.stringify(r.warnings ?? NO_WARNINGS), id);
     return Number(res.changes) > 0;
   }
 
-  completeRestore(id: string, r: { filesRestored: number; filesSkipped: number; sizeBytes: number; progress: Progress }): boolean {
+  completeRestore(id: string, r: { filesRestored: number; filesSkipped: number; sizeBytes: number; progress: Progress; warnings?: JobWarnings }): boolean {
     const res = prepare(this.db, 
         `UPDATE restore_jobs SET status = 'completed', finished_at = ?, files_restored = ?, files_skipped = ?, size_bytes = ?,
-           files_done = ?, files_total = ?, bytes_done = ?, bytes_total = ?
+           files_done = ?, files_total = ?, bytes_done = ?, bytes_total = ?, warnings = ?
          WHERE id = ? AND status = 'running'`,
       )
       .run(new Date().toISOString(), r.filesRestored, r.filesSkipped, r.sizeBytes,
-        r.progress.filesDone, r.progress.filesTotal, r.progress.bytesDone, r.progress.bytesTotal, id);
+        r.progress.filesDone, r.progress.filesTotal, r.progress.bytesDone, r.progress.bytesTotal, JSON.stringify(r.warnings ?? NO_WARNINGS), id);
     return Number(res.changes) > 0;
   }
 

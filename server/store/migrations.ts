@@ -99,4 +99,8 @@ export const MIGRATIONS: readonly string[] = [
     received_at  TEXT NOT NULL
   );
   `,
+  `
+  ALTER TABLE backup_jobs ADD COLUMN warnings TEXT;
+  ALTER TABLE restore_jobs ADD COLUMN warnings TEXT;
+  `,
 ];

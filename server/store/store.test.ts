@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { newId } from '../ids.ts';
 import { Store } from './index.ts';
+import { MIGRATIONS } from './migrations.ts';
 import { tempStore } from './test-helpers.ts';
 
 describe('Store', () => {
@@ -21,7 +22,7 @@ describe('Store', () => {
     store.close();
     const again = Store.open(dir);
     const versions = again.db.prepare('SELECT version FROM schema_migrations').all();
-    expect(versions).toHaveLength(1);
+    expect(versions).toHaveLength(MIGRATIONS.length);
     again.close();
   });
 
