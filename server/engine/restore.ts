@@ -133,6 +133,7 @@ class RestoreJob {
         this.stop(new EngineError('CORRUPT_DATA', `${pathToText(path)}: ${mapped.message}`, { ...mapped.details, path: pathToText(path) }));
       } else this.stop(mapped);
     } else if (errnoCode(err) === undefined) this.stop(err);
+    else if (path.length === 0) this.stop(new EngineError('RESTORE_CONFLICT', `the target cannot be written: ${(err as Error).message}`, {}, { cause: err }));
     else this.warnings.add(path, `not restored: ${(err as Error).message}`);
   }
 
