@@ -28,7 +28,7 @@ export function prng(seed: number): () => number {
 const KEYWORDS = ['const', 'let', 'function', 'return', 'if', 'else', 'for', 'while', 'import', 'export', 'from', 'class', 'new', 'await', 'async', 'try', 'catch', 'throw', 'interface', 'type', 'extends', 'implements', 'null', 'undefined', 'true', 'false', 'this', 'switch', 'case', 'break'];
 const PUNCT = ['(', ')', '{', '}', '[', ']', ';', ',', '.', ' = ', ' === ', ' + ', ' - ', ' * ', ' => ', ': ', ' && ', ' || ', '!', '?'];
 
-function vocabulary(rand: () => number, n: number): string[] {
+export function vocabulary(rand: () => number, n: number): string[] {
   const letters = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_';
   const out: string[] = [];
   for (let i = 0; i < n; i++) {

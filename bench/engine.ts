@@ -6,13 +6,12 @@
  * Data: (a) ~20,000 source-like files (~250 MB), (b) 1 GiB incompressible, (c) a second
  * backup of (a) after 1% of its files changed.
  */
-import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { editOnePercent, generateLarge, generateSmall } from './data.ts';
-import { borg, dirBytes, ours, restic } from './tools.ts';
+import { borg, dirBytes, ensureInstalled, have, median, ours, restic, version } from './tools.ts';
 import type { Tool } from './tools.ts';
 
 const root = resolve(import.meta.dirname, '..');
@@ -25,33 +24,6 @@ const { values } = parseArgs({
 });
 const runs = Number(values.runs);
 const base = resolve(values.dir);
-
-function have(cmd: string): boolean {
-  try {
-    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function ensureInstalled(): void {
-  const missing = [['restic', 'restic'], ['borg', 'borgbackup'], ['/usr/bin/time', 'time']].filter(([cmd]) => !have(cmd!)).map(([, pkg]) => pkg!);
-  if (missing.length === 0) return;
-  console.log(`installing ${missing.join(', ')} with apt-get`);
-  execFileSync('apt-get', ['update'], { stdio: 'inherit' });
-  execFileSync('apt-get', ['install', '-y', ...missing], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-}
-
-function version(cmd: string, args: string[]): string {
-  return execFileSync(cmd, args, { encoding: 'utf8' }).trim().split('\n')[0]!;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 type Metric = 'backup_a' | 'backup_b' | 'incremental_c' | 'restore_a' | 'restore_b' | 'repo_a' | 'repo_b' | 'rss' | 'cpu_backup_a' | 'cpu_backup_b';
 const LABELS: Record<Metric, string> = {

@@ -110,3 +110,31 @@ export function borg(): Tool {
     },
   };
 }
+
+export function have(cmd: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** restic, borg and GNU time, installed with apt-get when missing. */
+export function ensureInstalled(): void {
+  const missing = [['restic', 'restic'], ['borg', 'borgbackup'], ['/usr/bin/time', 'time']].filter(([cmd]) => !have(cmd!)).map(([, pkg]) => pkg!);
+  if (missing.length === 0) return;
+  console.log(`installing ${missing.join(', ')} with apt-get`);
+  execFileSync('apt-get', ['update'], { stdio: 'inherit' });
+  execFileSync('apt-get', ['install', '-y', ...missing], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+}
+
+export function version(cmd: string, args: string[]): string {
+  return execFileSync(cmd, args, { encoding: 'utf8' }).trim().split('\n')[0]!;
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}

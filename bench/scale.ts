@@ -1,0 +1,219 @@
+/**
+ * Scale benchmark: how backup, restore and listing cost grow with the number of files.
+ *   npm run bench:scale -- [--files 100000,1000000] [--runs 1] [--tools ours,restic,borg] [--pages 100] [--dir .bench]
+ * For each tree (N small text files of 1-4 KiB, 100 to a directory, generated deterministically
+ * and kept between runs): a full backup, an unchanged re-backup, a 1%-changed re-backup and a
+ * restore, each step taken by every tool back to back (the order rotating per round), with wall
+ * time, CPU time and peak RSS from GNU time; medians over the rounds. Then, for the service, the
+ * listing: the tree backed up through the real app (`node bench/http.ts --serve`, as `npm start`
+ * builds it) and `--pages` GET /files requests (half first pages of a random top directory,
+ * half the page after), p50 and p99 per page.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { cpus, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { changeOnePercent, generateScaleTree, PER_DIR } from './scale-data.ts';
+import { borg, dirBytes, ensureInstalled, have, median, ours, restic, version } from './tools.ts';
+import type { Measure, Tool } from './tools.ts';
+import { prng } from './data.ts';
+
+const root = resolve(import.meta.dirname, '..');
+const { values } = parseArgs({
+  options: {
+    files: { type: 'string', default: '100000,1000000' },
+    runs: { type: 'string', default: '1' },
+    tools: { type: 'string', default: 'ours,restic,borg' },
+    pages: { type: 'string', default: '100' },
+    dir: { type: 'string', default: join(root, '.bench') },
+  },
+});
+const sizes = values.files.split(',').map(Number);
+const runs = Number(values.runs);
+const base = join(resolve(values.dir), 'scale');
+
+const STEPS = ['backup', 'unchanged', 'changed', 'restore'] as const;
+type Step = (typeof STEPS)[number];
+type Sample = Record<Step, Measure> & { repoMb: number };
+
+async function round(tools: Tool[], n: number, data: string, r: number): Promise<Map<string, Sample>> {
+  const order = tools.map((_, i) => tools[(i + r) % tools.length]!);
+  const work = (t: Tool): { home: string; repo: string; target: string } => ({
+    home: join(base, 'work', t.name, 'home'),
+    repo: join(base, 'work', t.name, 'repo'),
+    target: join(base, 'work', t.name, 'target'),
+  });
+  const out = new Map<string, Partial<Sample>>(tools.map((t) => [t.name, {}]));
+  const snapshots = new Map<string, string>();
+  for (const t of order) {
+    await rm(join(base, 'work', t.name), { recursive: true, force: true });
+    await mkdir(work(t).home, { recursive: true });
+    await t.init(work(t).repo, work(t).home);
+  }
+  const each = async (step: Step, fn: (t: Tool) => Promise<Measure>): Promise<void> => {
+    for (const t of order) {
+      const m = await fn(t);
+      out.get(t.name)![step] = m;
+      console.log(`  ${n} files, round ${r + 1}, ${t.name} ${step}: ${m.seconds.toFixed(2)} s, ${m.rssMb.toFixed(0)} MB`);
+    }
+  };
+  await each('backup', async (t) => {
+    const m = await t.backup(work(t).repo, data, work(t).home);
+    snapshots.set(t.name, m.snapshot);
+    return m;
+  });
+  await each('unchanged', (t) => t.backup(work(t).repo, data, work(t).home));
+  const change = await changeOnePercent(data, n);
+  try {
+    await each('changed', (t) => t.backup(work(t).repo, data, work(t).home));
+  } finally {
+    await change.undo();
+  }
+  await each('restore', async (t) => {
+    const m = await t.restore(work(t).repo, snapshots.get(t.name)!, work(t).target, work(t).home);
+    await rm(work(t).target, { recursive: true, force: true });
+    return m;
+  });
+  for (const t of order) {
+    out.get(t.name)!.repoMb = (await dirBytes(work(t).repo)) / 1e6;
+    await rm(join(base, 'work', t.name), { recursive: true, force: true });
+  }
+  return out as Map<string, Sample>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolvePort(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** Backs the tree up through the real service, then times GET /files pages. */
+async function listing(n: number, data: string, pages: number): Promise<{ serviceBackup: number; p50: number; p99: number; max: number }> {
+  const KEY = 'key_bench_scale';
+  const SECRET = 'bench-scale-secret-0123456789';
+  const dataDir = join(base, 'service');
+  await rm(dataDir, { recursive: true, force: true });
+  const port = await freePort();
+  const child: ChildProcess = spawn(process.execPath, [join(root, 'bench', 'http.ts'), '--serve'], {
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      BACKUP_ALLOWED_ROOTS: data,
+      BACKUP_BOOTSTRAP_API_KEY: KEY,
+      BACKUP_BOOTSTRAP_SECRET: SECRET,
+      BACKUP_BOOTSTRAP_PLAN: 'business',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const api = `http://127.0.0.1:${port}/api/v1`;
+  try {
+    for (let i = 0; ; i++) {
+      if (await fetch(`${api}/status`).then(() => true, () => false)) break;
+      if (i > 400) throw new Error('the service did not start');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const call = async (path: string, init: RequestInit = {}): Promise<{ data: Record<string, unknown> }> => {
+      const res = await fetch(`${api}${path}`, init);
+      const body = (await res.json()) as { data: Record<string, unknown> };
+      if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(body)}`);
+      return body;
+    };
+    const json = { 'content-type': 'application/json' };
+    const token = (await call('/auth/token', { method: 'POST', headers: json, body: JSON.stringify({ api_key: KEY, secret: SECRET }) })).data.access_token as string;
+    const auth = { authorization: `Bearer ${token}` };
+    const started = performance.now();
+    const id = (await call('/backup', { method: 'POST', headers: { ...auth, ...json, prefer: 'wait=30' }, body: JSON.stringify({ source: data, destination: 'local' }) })).data.id as string;
+    for (;;) {
+      const job = (await call(`/backup/${id}`, { headers: auth })).data;
+      if (job.status === 'completed') break;
+      if (job.status !== 'running' && job.status !== 'queued') throw new Error(`service backup ${String(job.status)}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const serviceBackup = (performance.now() - started) / 1000;
+    const rand = prng(7);
+    const tops = Math.ceil(n / PER_DIR / PER_DIR);
+    const times: number[] = [];
+    const timed = async (query: string): Promise<Record<string, unknown>> => {
+      const t0 = performance.now();
+      const body = await call(`/files?${query}`, { headers: auth });
+      times.push(performance.now() - t0);
+      return body.data;
+    };
+    for (let i = 0; i < pages / 2; i++) {
+      const prefix = `t${String(Math.floor(rand() * tops)).padStart(4, '0')}/`;
+      const first = await timed(`backup_id=${id}&prefix=${encodeURIComponent(prefix)}&limit=100`);
+      const cursor = first.next_cursor as string | null;
+      if (cursor) await timed(`backup_id=${id}&prefix=${encodeURIComponent(prefix)}&limit=100&cursor=${cursor}`);
+    }
+    const sorted = times.sort((a, b) => a - b);
+    const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+    return { serviceBackup, p50: at(0.5), p99: at(0.99), max: sorted.at(-1)! };
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const wanted = values.tools.split(',').map((t) => t.trim());
+  if (wanted.some((t) => t !== 'ours')) ensureInstalled();
+  const all: Record<string, Tool> = { ours: ours(root), restic: restic(), borg: borg() };
+  const tools = wanted.map((name) => {
+    const t = all[name];
+    if (!t) throw new Error(`unknown tool ${name}`);
+    return t;
+  });
+  const rows: string[] = [];
+  const results: Record<string, unknown> = {};
+  for (const n of sizes) {
+    const data = join(base, 'data', `tree-${n}`);
+    console.log(`generating ${n} files in ${data} (kept for later runs)`);
+    await generateScaleTree(data, n);
+    const samples = new Map<string, Sample[]>(tools.map((t) => [t.name, []]));
+    for (let r = 0; r < runs; r++) for (const [name, s] of await round(tools, n, data, r)) samples.get(name)!.push(s);
+    const med = (name: string, f: (s: Sample) => number): number => median(samples.get(name)!.map(f));
+    const ref = tools.some((t) => t.name === 'restic') ? 'restic' : null;
+    for (const step of STEPS) {
+      const cells = tools.map((t) => {
+        const secs = med(t.name, (s) => s[step].seconds);
+        const rss = med(t.name, (s) => s[step].rssMb);
+        const ratio = ref && t.name !== ref ? ` (${(secs / med(ref, (s) => s[step].seconds)).toFixed(2)}×)` : '';
+        return `${secs.toFixed(2)} s${ratio}, ${((secs / n) * 1e6).toFixed(0)} µs/file, ${rss.toFixed(0)} MB`;
+      });
+      rows.push(`| ${n.toLocaleString('en')} | ${step} | ${cells.join(' | ')} |`);
+    }
+    rows.push(`| ${n.toLocaleString('en')} | repository | ${tools.map((t) => `${med(t.name, (s) => s.repoMb).toFixed(0)} MB`).join(' | ')} |`);
+    results[n] = Object.fromEntries([...samples].map(([name, s]) => [name, s]));
+    if (tools.some((t) => t.name === 'ours')) {
+      const l = await listing(n, data, Number(values.pages));
+      console.log(`  ${n} files, service: backup ${l.serviceBackup.toFixed(2)} s, listing p50 ${l.p50.toFixed(1)} ms, p99 ${l.p99.toFixed(1)} ms`);
+      rows.push(`| ${n.toLocaleString('en')} | listing page (service) | p50 ${l.p50.toFixed(1)} ms, p99 ${l.p99.toFixed(1)} ms, max ${l.max.toFixed(1)} ms (backup through the service ${l.serviceBackup.toFixed(1)} s) |${tools.length > 1 ? ' |'.repeat(tools.length - 1) : ''}`);
+      (results[n] as Record<string, unknown>).listing = l;
+    }
+  }
+  const machine = [
+    `${cpus()[0]?.model ?? 'cpu'}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${version('uname', ['-r'])}`,
+    `node ${process.version}${have('restic') ? `; ${version('restic', ['version'])}` : ''}${have('borg') ? `; ${version('borg', ['--version'])}` : ''}`,
+    `median of ${runs} round(s), each step run by every tool back to back; time (ratio to restic), time per file, peak RSS`,
+  ];
+  const table = [`| files | step | ${tools.map((t) => t.name).join(' | ')} |`, `|---|---|${tools.map(() => '---').join('|')}|`, ...rows].join('\n');
+  const report = `${machine.join('\n')}\n\n${table}\n`;
+  console.log(`\n${report}`);
+  await mkdir(base, { recursive: true });
+  await writeFile(join(base, 'results.md'), report);
+  await writeFile(join(base, 'results.json'), JSON.stringify({ machine, runs, results }, null, 2));
+}
+
+await main();
