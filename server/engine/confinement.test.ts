@@ -1,4 +1,4 @@
-import { chmod, mkdir, readFile, readdir, rename, rm, stat, symlink, unlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, readFile, readdir, rename, rm, stat, symlink, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { backup, listEntries, restore } from './index.ts';
@@ -74,14 +74,14 @@ describe('backup', () => {
     expect(await repositoryHolds('one\n')).toBe(true); // the scan would see stored content
   });
 
-  it('never reads another file swapped in under the same name (device and inode are checked)', async () => {
+  it('never reads another file swapped in under the same name: a hard link to an outside file (device and inode are checked)', async () => {
     const result = await backup(repo, {
       source: src,
       ...plain,
       beforeOpen: async (path) => {
         if (t(path) === 'victim.txt') {
           await unlink(join(src, 'victim.txt'));
-          await writeFile(join(src, 'victim.txt'), SECRET); // another inode, same name and type
+          await link(join(outside, 'secret.txt'), join(src, 'victim.txt')); // a regular file, but another inode
         }
       },
     });
