@@ -16,11 +16,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpsRequest } from 'node:https';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { RateLimitStore } from '../server/ratelimit/store.ts';
 import { createCa, issueCertificate } from '../scripts/dev-cert/pki.ts';
+import { freePort } from './tools.ts';
 
 interface Result {
   requests: { average: number };
@@ -58,18 +58,6 @@ async function serve(): Promise<void> {
       () => process.exit(0),
       () => process.exit(1),
     );
-  });
-}
-
-/** A port free right now on loopback (so that parallel runs of anything else do not collide). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
   });
 }
 

@@ -12,12 +12,11 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { changeOnePercent, generateScaleTree, PER_DIR } from './scale-data.ts';
-import { borg, dirBytes, ensureInstalled, have, median, ours, restic, version } from './tools.ts';
+import { borg, dirBytes, ensureInstalled, freePort, have, median, ours, restic, version } from './tools.ts';
 import type { Measure, Tool } from './tools.ts';
 import { prng } from './data.ts';
 
@@ -82,17 +81,6 @@ async function round(tools: Tool[], n: number, data: string, r: number): Promise
     await rm(join(base, 'work', t.name), { recursive: true, force: true });
   }
   return out as Map<string, Sample>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolvePort(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
 
 /** Backs the tree up through the real service, then times GET /files pages. */

@@ -147,12 +147,13 @@ export class SourceWalk {
           waits.push(stored().then((node) => (slots[i] = node)));
         } else if (e.kind === 'd') {
           await hooks.beforeOpen?.(path, 'directory');
+          const earlier = await this.previous(prev);
           const sub = await this.list(atPath(fd, e.name), { dev: e.dev, ino: e.ino });
           if ('error' in sub) {
             warnings.add(path, sub.error);
             continue;
           }
-          const done = await this.dir(sub, path, await this.previous(prev));
+          const done = await this.dir(sub, path, earlier);
           waits.push(done().then((subtree) => (slots[i] = { ...baseNode(e, 'd'), subtree })));
         } else {
           warnings.add(path, `${describeKind(e.kind)}: not backed up`);

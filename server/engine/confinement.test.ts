@@ -138,6 +138,21 @@ describe('restore', () => {
     outsideBefore = await describeTree(outside);
   });
 
+  /** Restores everything into `target`; once the restore is inside `sub`, `swap` replaces it. */
+  function restoreSwapping(target: string, swap: () => Promise<void>): ReturnType<typeof restore> {
+    let swapped = false;
+    return restore(repo, snapshotId, {
+      target,
+      overwrite: 'always',
+      beforeCreate: async (path) => {
+        if (!swapped && t(path).startsWith('sub/')) {
+          swapped = true;
+          await swap();
+        }
+      },
+    });
+  }
+
   async function outsideUntouched(): Promise<void> {
     expect(await describeTree(outside)).toEqual(outsideBefore);
     const st = await stat(outside);
@@ -147,17 +162,9 @@ describe('restore', () => {
 
   it('writes nothing (and chmods nothing) outside when a directory it created is moved away and replaced by a symlink', async () => {
     const target = join(dir, 'target');
-    let swapped = false;
-    const result = await restore(repo, snapshotId, {
-      target,
-      overwrite: 'always',
-      beforeCreate: async (path) => {
-        if (!swapped && t(path).startsWith('sub/')) {
-          swapped = true;
-          await rename(join(target, 'sub'), join(dir, 'sub-moved'));
-          await symlink(outside, join(target, 'sub'));
-        }
-      },
+    const result = await restoreSwapping(target, async () => {
+      await rename(join(target, 'sub'), join(dir, 'sub-moved'));
+      await symlink(outside, join(target, 'sub'));
     });
     await outsideUntouched();
     // Every file went into the directory the restore created, wherever it now is.
@@ -168,17 +175,9 @@ describe('restore', () => {
 
   it('writes nothing outside when a directory it created is deleted and replaced by a symlink: each file is a warning', async () => {
     const target = join(dir, 'target');
-    let swapped = false;
-    const result = await restore(repo, snapshotId, {
-      target,
-      overwrite: 'always',
-      beforeCreate: async (path) => {
-        if (!swapped && t(path).startsWith('sub/')) {
-          swapped = true;
-          await rm(join(target, 'sub'), { recursive: true });
-          await symlink(outside, join(target, 'sub'));
-        }
-      },
+    const result = await restoreSwapping(target, async () => {
+      await rm(join(target, 'sub'), { recursive: true });
+      await symlink(outside, join(target, 'sub'));
     });
     await outsideUntouched();
     expect(result.filesRestored).toBe(2);

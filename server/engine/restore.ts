@@ -205,9 +205,9 @@ class RestoreJob {
         const path = childPath(rel, node.name);
         await this.opts.beforeCreate?.(path, TYPE_NAMES[node.type]);
         if (node.type === 'd') {
+          const children = await this.trees.children(node);
           const sub = await this.openDir(fd, node, path, created);
           if (!sub) continue;
-          const children = await this.trees.children(node);
           const done = await this.dir(sub.fd, path, children.nodes, sel, sub.created, sel === ALL ? node : false);
           waits.push(done());
         } else if (sel === ALL) {
