@@ -5,7 +5,7 @@ import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import type { BlobWriter } from './blob-writer.ts';
 import { bytesEqual } from './codec.ts';
-import { EngineError, throwIfAborted } from './errors.ts';
+import { EngineError, observed, throwIfAborted } from './errors.ts';
 import { chunkFile } from './file-read.ts';
 import type { ProgressReporter } from './progress.ts';
 import type { Repository } from './repository.ts';
@@ -144,7 +144,7 @@ export class SourceWalk {
           }
           await hooks.beforeOpen?.(path, 'file');
           const stored = await this.file(fd, e, path);
-          waits.push(stored().then((node) => (slots[i] = node)));
+          waits.push(observed(stored().then((node) => (slots[i] = node))));
         } else if (e.kind === 'd') {
           await hooks.beforeOpen?.(path, 'directory');
           const earlier = await this.previous(prev);
@@ -154,7 +154,7 @@ export class SourceWalk {
             continue;
           }
           const done = await this.dir(sub, path, earlier);
-          waits.push(done().then((subtree) => (slots[i] = { ...baseNode(e, 'd'), subtree })));
+          waits.push(observed(done().then((subtree) => (slots[i] = { ...baseNode(e, 'd'), subtree }))));
         } else {
           warnings.add(path, `${describeKind(e.kind)}: not backed up`);
         }
@@ -164,7 +164,7 @@ export class SourceWalk {
       void Promise.allSettled(waits).then(() => closeSync(fd));
       throw err;
     }
-    const finished = (async () => {
+    const finished = observed((async () => {
       const settled = await Promise.allSettled(waits);
       closeSync(fd);
       const failed = settled.find((s) => s.status === 'rejected');
@@ -179,8 +179,7 @@ export class SourceWalk {
       const plain = encodeTree(nodes);
       if (parent?.id && parent.plain && bytesEqual(plain, parent.plain) && this.ctx.repo.index.has(parent.id, 'tree', true)) return parent.id;
       return (await this.ctx.writer.storeTree(plain))();
-    })();
-    finished.catch(() => {}); // observed through the thunk
+    })());
     return () => finished;
   }
 

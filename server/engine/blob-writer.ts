@@ -25,6 +25,8 @@ const IN_FLIGHT = 16 * 1024 * 1024;
 const UNWRITTEN = 48 * 1024 * 1024;
 /** Counted per blob on top of its bytes, so that many tiny blobs in flight are bounded too. */
 const BLOB_OVERHEAD = 32768;
+/** How long an abandoned backup waits for the packs being saved. */
+const ABANDON_WAIT = 2000;
 /** Trees are always compressed and encrypted, whatever the backup's options. */
 const TREE_OPTIONS: EncodeOptions = { comp: 1, level: undefined, encrypt: true };
 
@@ -170,8 +172,9 @@ export class BlobWriter {
   }
 
   /**
-   * After a cancel or failure: drops the open packs, lets packs being saved finish (each whole or
-   * absent; after a cancel, without waiting for a storage that does not answer), writes no further index.
+   * After a cancel or failure: drops the open packs, gives packs being saved up to 2 s to finish
+   * (each whole or absent either way; a storage that does not answer is not waited for), writes
+   * no further index.
    */
   async abandon(): Promise<void> {
     this.fail(new EngineError('CANCELLED', 'the backup was abandoned'));
@@ -183,6 +186,6 @@ export class BlobWriter {
         this.unwritten.release(open.size);
       }
     }
-    await abortable(this.drain(), this.signal).catch(() => {});
+    await Promise.race([this.drain(), new Promise((resolve) => setTimeout(resolve, ABANDON_WAIT).unref())]);
   }
 }

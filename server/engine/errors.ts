@@ -30,6 +30,12 @@ export function errnoCode(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | undefined)?.code;
 }
 
+/** A promise kept to be settled later: its failure is read then, not reported as unhandled meanwhile. */
+export function observed<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => {});
+  return p;
+}
+
 /** Waits for `promise`, or rejects with CANCELLED as soon as the signal aborts (the promise is left to settle on its own). */
 export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;

@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { pathToText } from '../escaped-path.ts';
 import { ChunkReader } from './chunk-reader.ts';
-import { EngineError, cancellable, errnoCode, fromStorage, fromTargetFs, throwIfAborted } from './errors.ts';
+import { EngineError, cancellable, errnoCode, fromStorage, fromTargetFs, observed, throwIfAborted } from './errors.ts';
 import { WorkerPool } from './pool.ts';
 import { ProgressReporter } from './progress.ts';
 import type { Repository } from './repository.ts';
@@ -209,15 +209,14 @@ class RestoreJob {
           const sub = await this.openDir(fd, node, path, created);
           if (!sub) continue;
           const done = await this.dir(sub.fd, path, children.nodes, sel, sub.created, sel === ALL ? node : false);
-          waits.push(done());
+          waits.push(observed(done()));
         } else if (sel === ALL) {
           await this.slots.take(this.signal);
           if (this.signal.aborted) {
             this.slots.give();
             break;
           }
-          const write = this.entry(fd, node, path, created).finally(() => this.slots.give());
-          waits.push(write);
+          waits.push(observed(this.entry(fd, node, path, created).finally(() => this.slots.give())));
         }
       }
     } catch (err) {

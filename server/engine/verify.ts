@@ -27,8 +27,7 @@ export async function verify(repo: Repository, snapshotId?: string): Promise<Ver
   await repo.refreshIndex();
   const errors: VerifyResult['errors'] = [];
   const problem = (err: unknown, where: { chunk?: string; path?: string }): void => {
-    if (!(err instanceof EngineError) || err.code === 'CANCELLED') throw err;
-    errors.push({ ...where, message: err.message });
+    errors.push({ ...where, message: err instanceof EngineError ? err.message : `cannot read: ${(err as Error).message}` });
   };
   const pool = new WorkerPool(repo.key);
   const reader = new ChunkReader(repo, pool);
