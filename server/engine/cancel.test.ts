@@ -58,7 +58,7 @@ beforeEach(async () => {
   ({ key } = await openTestRepo(dir));
   src = join(dir, 'src');
   await mkdir(src);
-  for (let i = 0; i < 3; i++) await writeRandomFile(join(src, `f${i}.bin`), 12 * MiB);
+  for (let i = 0; i < 3; i++) await writeRandomFile(join(src, `f${i}.bin`), 2 * MiB);
 });
 afterEach(async () => {
   await cleanup();
