@@ -364,7 +364,11 @@ export const mockApis: MockApis = {
                       "created_at": "2026-11-20T09:31:07.918Z",
                       "started_at": null,
                       "finished_at": null,
-                      "error": null
+                      "error": null,
+                      "warnings": {
+                        "count": 0,
+                        "items": []
+                      }
                     },
                     {
                       "id": "bkp_01M7W436RCX4VDQHPVYC4GC41J",
@@ -389,7 +393,11 @@ export const mockApis: MockApis = {
                       "created_at": "2026-11-20T09:20:11.532Z",
                       "started_at": "2026-11-20T09:20:11.590Z",
                       "finished_at": null,
-                      "error": null
+                      "error": null,
+                      "warnings": {
+                        "count": 0,
+                        "items": []
+                      }
                     },
                     {
                       "id": "bkp_01M7W3SPMRMFAYEKW7NHTX8GH8",
@@ -414,7 +422,11 @@ export const mockApis: MockApis = {
                       "created_at": "2026-11-20T09:15:00.120Z",
                       "started_at": "2026-11-20T09:15:00.164Z",
                       "finished_at": "2026-11-20T09:15:23.871Z",
-                      "error": null
+                      "error": null,
+                      "warnings": {
+                        "count": 0,
+                        "items": []
+                      }
                     }
                   ],
                   "next_cursor": "eyJrIjoiMDFNN1czU1BNUk1GQVlFS1c3TkhUWDhHSDgifQ"
@@ -451,7 +463,11 @@ export const mockApis: MockApis = {
                       "created_at": "2026-11-20T09:15:00.120Z",
                       "started_at": "2026-11-20T09:15:00.164Z",
                       "finished_at": "2026-11-20T09:15:23.871Z",
-                      "error": null
+                      "error": null,
+                      "warnings": {
+                        "count": 0,
+                        "items": []
+                      }
                     },
                     {
                       "id": "bkp_01M7PTVVK1GKWM87MSW3VB370G",
@@ -476,7 +492,11 @@ export const mockApis: MockApis = {
                       "created_at": "2026-11-18T08:02:41.377Z",
                       "started_at": "2026-11-18T08:02:41.420Z",
                       "finished_at": "2026-11-18T08:03:35.118Z",
-                      "error": null
+                      "error": null,
+                      "warnings": {
+                        "count": 0,
+                        "items": []
+                      }
                     }
                   ],
                   "next_cursor": null
@@ -747,7 +767,11 @@ export const mockApis: MockApis = {
                   "created_at": "2026-11-20T09:15:00.120Z",
                   "started_at": null,
                   "finished_at": null,
-                  "error": null
+                  "error": null,
+                  "warnings": {
+                    "count": 0,
+                    "items": []
+                  }
                 },
                 "meta": {
                   "request_id": "req_01M7W3SPMP08FJXSQRV156TH45",
@@ -779,7 +803,11 @@ export const mockApis: MockApis = {
                   "created_at": "2026-11-20T09:15:00.120Z",
                   "started_at": "2026-11-20T09:15:00.164Z",
                   "finished_at": "2026-11-20T09:15:23.871Z",
-                  "error": null
+                  "error": null,
+                  "warnings": {
+                    "count": 0,
+                    "items": []
+                  }
                 },
                 "meta": {
                   "request_id": "req_01M7W3SPMP08FJXSQRV156TH45",
@@ -811,7 +839,11 @@ export const mockApis: MockApis = {
                   "created_at": "2026-11-20T09:20:11.532Z",
                   "started_at": "2026-11-20T09:20:11.590Z",
                   "finished_at": null,
-                  "error": null
+                  "error": null,
+                  "warnings": {
+                    "count": 0,
+                    "items": []
+                  }
                 },
                 "meta": {
                   "request_id": "req_01M7W45M0G0339SVYA6PND3CQY",
@@ -1178,11 +1210,60 @@ export const mockApis: MockApis = {
                   "created_at": "2026-11-20T09:15:00.120Z",
                   "started_at": "2026-11-20T09:15:00.164Z",
                   "finished_at": "2026-11-20T09:15:23.871Z",
-                  "error": null
+                  "error": null,
+                  "warnings": {
+                    "count": 0,
+                    "items": []
+                  }
                 },
                 "meta": {
                   "request_id": "req_01M7W3V5STFZCWAKZ3JQPM1BAR",
                   "timestamp": "2026-11-20T09:15:48.410Z"
+                }
+              },
+              "completed-with-warnings": {
+                "success": true,
+                "data": {
+                  "id": "bkp_01M7W3Y1C5W7GQ4V2MZP8D6RTA",
+                  "status": "completed",
+                  "source": "/home/user/projects",
+                  "destination": "cloud",
+                  "options": {
+                    "compression": "zstd",
+                    "encryption": true,
+                    "deduplication": true
+                  },
+                  "files_backed_up": 9712,
+                  "size_bytes": 214958080,
+                  "stored_bytes": 3145728,
+                  "duration_seconds": 6,
+                  "progress": {
+                    "files_done": 9690,
+                    "files_total": 9690,
+                    "bytes_done": 214958080,
+                    "bytes_total": 214958080
+                  },
+                  "created_at": "2026-11-20T09:17:02.004Z",
+                  "started_at": "2026-11-20T09:17:02.051Z",
+                  "finished_at": "2026-11-20T09:17:08.377Z",
+                  "error": null,
+                  "warnings": {
+                    "count": 2,
+                    "items": [
+                      {
+                        "path": "build/devserver.sock",
+                        "reason": "a socket: not backed up"
+                      },
+                      {
+                        "path": "notes/caf\\xe9-private.txt",
+                        "reason": "permission denied"
+                      }
+                    ]
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W3Y9K0S1RPD3ZQ2GE4HTM6",
+                  "timestamp": "2026-11-20T09:17:30.112Z"
                 }
               },
               "running": {
@@ -1210,7 +1291,11 @@ export const mockApis: MockApis = {
                   "created_at": "2026-11-20T09:20:11.532Z",
                   "started_at": "2026-11-20T09:20:11.590Z",
                   "finished_at": null,
-                  "error": null
+                  "error": null,
+                  "warnings": {
+                    "count": 0,
+                    "items": []
+                  }
                 },
                 "meta": {
                   "request_id": "req_01M7W45M0G0339SVYA6PND3CQY",
@@ -1242,7 +1327,11 @@ export const mockApis: MockApis = {
                   "created_at": "2026-11-20T09:31:07.918Z",
                   "started_at": null,
                   "finished_at": null,
-                  "error": null
+                  "error": null,
+                  "warnings": {
+                    "count": 0,
+                    "items": []
+                  }
                 },
                 "meta": {
                   "request_id": "req_01M7W59MKPHX6RB1T3EPQAA482",
@@ -1277,6 +1366,10 @@ export const mockApis: MockApis = {
                   "error": {
                     "code": "INTERRUPTED",
                     "message": "The server stopped while the job was running."
+                  },
+                  "warnings": {
+                    "count": 0,
+                    "items": []
                   }
                 },
                 "meta": {
@@ -1309,7 +1402,11 @@ export const mockApis: MockApis = {
                   "created_at": "2026-11-20T09:31:07.918Z",
                   "started_at": null,
                   "finished_at": "2026-11-20T09:31:12.040Z",
-                  "error": null
+                  "error": null,
+                  "warnings": {
+                    "count": 0,
+                    "items": []
+                  }
                 },
                 "meta": {
                   "request_id": "req_01M7W5GMB0SX8TXT90D25VCCJ4",
@@ -1567,7 +1664,11 @@ export const mockApis: MockApis = {
                   "created_at": "2026-11-20T09:20:11.532Z",
                   "started_at": "2026-11-20T09:20:11.590Z",
                   "finished_at": null,
-                  "error": null
+                  "error": null,
+                  "warnings": {
+                    "count": 0,
+                    "items": []
+                  }
                 },
                 "meta": {
                   "request_id": "req_01M7W45M0G0339SVYA6PND3CQY",
@@ -1599,7 +1700,11 @@ export const mockApis: MockApis = {
                   "created_at": "2026-11-20T09:31:07.918Z",
                   "started_at": null,
                   "finished_at": "2026-11-20T09:31:12.040Z",
-                  "error": null
+                  "error": null,
+                  "warnings": {
+                    "count": 0,
+                    "items": []
+                  }
                 },
                 "meta": {
                   "request_id": "req_01M7W5GMB0SX8TXT90D25VCCJ4",
@@ -1896,7 +2001,11 @@ export const mockApis: MockApis = {
                   "created_at": "2026-11-20T09:40:03.250Z",
                   "started_at": null,
                   "finished_at": null,
-                  "error": null
+                  "error": null,
+                  "warnings": {
+                    "count": 0,
+                    "items": []
+                  }
                 },
                 "meta": {
                   "request_id": "req_01M7W57JHCRHSSCNM8V78QAPKK",
@@ -1925,7 +2034,11 @@ export const mockApis: MockApis = {
                   "created_at": "2026-11-20T09:40:03.250Z",
                   "started_at": "2026-11-20T09:40:03.301Z",
                   "finished_at": "2026-11-20T09:40:24.715Z",
-                  "error": null
+                  "error": null,
+                  "warnings": {
+                    "count": 0,
+                    "items": []
+                  }
                 },
                 "meta": {
                   "request_id": "req_01M7W57JHCRHSSCNM8V78QAPKK",
@@ -2321,7 +2434,11 @@ export const mockApis: MockApis = {
                   "created_at": "2026-11-20T09:40:03.250Z",
                   "started_at": "2026-11-20T09:40:03.301Z",
                   "finished_at": "2026-11-20T09:40:24.715Z",
-                  "error": null
+                  "error": null,
+                  "warnings": {
+                    "count": 0,
+                    "items": []
+                  }
                 },
                 "meta": {
                   "request_id": "req_01M7W59MKPHX6RB1T3EPQAA482",
@@ -2353,7 +2470,11 @@ export const mockApis: MockApis = {
                   "created_at": "2026-11-20T09:40:03.250Z",
                   "started_at": "2026-11-20T09:40:03.301Z",
                   "finished_at": null,
-                  "error": null
+                  "error": null,
+                  "warnings": {
+                    "count": 0,
+                    "items": []
+                  }
                 },
                 "meta": {
                   "request_id": "req_01M7W59MKPHX6RB1T3EPQAA482",
