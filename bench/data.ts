@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { cp, lstat, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -7,7 +7,9 @@ import { join } from 'node:path';
  * Benchmark data, generated deterministically (same seed, same bytes) and kept between runs:
  *  (a) ~20,000 small source-like text files, ~250 MB, in ~1,000 directories, 5% duplicates;
  *  (b) 1 GiB of incompressible bytes;
- *  (c) an edit of 1% of the files of (a), applied and reverted around the incremental backup.
+ *  (c) an edit of 1% of the files of (a), applied and reverted around the incremental backup;
+ *  (r) a real tree: a copy of the project's node_modules (symlinks dropped) plus 256 MiB of
+ *      incompressible bytes.
  */
 export const SMALL_FILES = 20_000;
 export const SMALL_TOTAL = 250_000_000;
@@ -123,20 +125,41 @@ export async function generateSmall(root: string): Promise<void> {
   await writeFile(marker, '');
 }
 
+/** `bytes` (a multiple of 8 MiB) of counter-mode SHA-256 output: incompressible, reproducible, fast enough. */
+async function writeRandom(path: string, bytes: number, seed: string): Promise<void> {
+  const fh = await open(path, 'w');
+  const block = Buffer.alloc(8 * 1024 * 1024);
+  let counter = 0;
+  for (let done = 0; done < bytes; done += block.length) {
+    for (let o = 0; o < block.length; o += 32) createHash('sha256').update(`${seed}-${counter++}`).digest().copy(block, o);
+    await fh.write(block, 0, block.length, done);
+  }
+  await fh.close();
+}
+
 export async function generateLarge(root: string): Promise<void> {
   const marker = join(root, '..', 'b.done');
   if (await exists(marker)) return;
   await rm(root, { recursive: true, force: true });
   await mkdir(root, { recursive: true });
-  const fh = await open(join(root, 'random.bin'), 'w');
-  // Counter-mode SHA-256 output: incompressible, reproducible, fast enough.
-  const block = Buffer.alloc(8 * 1024 * 1024);
-  let counter = 0;
-  for (let done = 0; done < LARGE_BYTES; done += block.length) {
-    for (let o = 0; o < block.length; o += 32) createHash('sha256').update(`b-${counter++}`).digest().copy(block, o);
-    await fh.write(block, 0, block.length, done);
-  }
-  await fh.close();
+  await writeRandom(join(root, 'random.bin'), LARGE_BYTES, 'b');
+  await writeFile(marker, '');
+}
+
+export const REAL_RANDOM_BYTES = 256 * 1024 * 1024;
+
+/** (r): a copy of `nodeModules` without its symlinks, and 256 MiB of incompressible bytes beside it. */
+export async function generateRealTree(root: string, nodeModules: string): Promise<void> {
+  const marker = join(root, '..', 'r.done');
+  if (await exists(marker)) return;
+  await rm(root, { recursive: true, force: true });
+  await mkdir(root, { recursive: true });
+  await cp(nodeModules, join(root, 'node_modules'), {
+    recursive: true,
+    preserveTimestamps: true,
+    filter: async (src) => !(await lstat(src)).isSymbolicLink(),
+  });
+  await writeRandom(join(root, 'random.bin'), REAL_RANDOM_BYTES, 'r');
   await writeFile(marker, '');
 }
 

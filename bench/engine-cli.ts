@@ -2,22 +2,30 @@
  * The engine as a command, so the benchmarks measure it in its own process like restic and borg:
  *   node bench/engine-cli.ts backup <repo> <source>
  *   node bench/engine-cli.ts restore <repo> <snapshot> <target>
- * The repository's key is kept beside it in <repo>.key (created with the repository). Prints the
+ * <repo> is a directory, or s3://bucket/prefix for a repository in object storage (reached as the
+ * service reaches it: the SDK's AWS_* variables, path-style URLs). The repository's key is kept in
+ * BENCH_KEY_FILE, else beside it in <repo>.key (created with the repository). Prints the
  * operation's result as JSON.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { Repository, backup, masterKeyFromBytes, masterKeyToBytes, newMasterKey, restore } from '../server/engine/index.ts';
 import type { Compression } from '../server/engine/index.ts';
+import type { Backend } from '../server/engine/storage/backend.ts';
 import { LocalBackend } from '../server/engine/storage/local.ts';
+import { createS3Client, S3Backend } from '../server/engine/storage/s3.ts';
 
 const [op, repoDir, a, b] = process.argv.slice(2);
 if (!op || !repoDir || !a) {
   console.error('usage: engine-cli.ts backup <repo> <source> | restore <repo> <snapshot> <target>');
   process.exit(2);
 }
-const keyFile = `${repoDir}.key`;
+function backendOf(spec: string): Backend {
+  const s3 = /^s3:\/\/([^/]+)\/?(.*)$/.exec(spec);
+  return s3 ? new S3Backend({ client: createS3Client({ forcePathStyle: true }), bucket: s3[1]!, prefix: s3[2]! }) : new LocalBackend(spec);
+}
+const keyFile = process.env.BENCH_KEY_FILE ?? `${repoDir}.key`;
 if (!existsSync(keyFile)) writeFileSync(keyFile, masterKeyToBytes(newMasterKey()), { mode: 0o600 });
-const repo = await Repository.open(new LocalBackend(repoDir), masterKeyFromBytes(readFileSync(keyFile)));
+const repo = await Repository.open(backendOf(repoDir), masterKeyFromBytes(readFileSync(keyFile)));
 const compression = (process.env.BENCH_COMPRESSION ?? 'zstd') as Compression;
 const level = process.env.BENCH_LEVEL ? Number(process.env.BENCH_LEVEL) : undefined;
 const result =

@@ -1,163 +1,184 @@
 /**
  * Engine benchmark: ours against restic and borg on the same generated data, same machine, same run.
- *   npm run bench:engine -- [--runs 3] [--tools ours,restic,borg] [--dir .bench]
- * Each figure is the median over the runs; within a run every step is taken by each tool
- * back to back (order rotating). Peak RSS and CPU time of every process come from GNU time.
- * Data: (a) ~20,000 source-like files (~250 MB), (b) 1 GiB incompressible, (c) a second
- * backup of (a) after 1% of its files changed.
+ *   npm run bench:engine -- [--runs 3] [--tools ours,restic,borg] [--sets a,b,r] [--dir .bench] [--via-service]
+ * (`--tools ours,ours@../other-checkout,restic` adds another checkout's engine, for with/without;
+ * `--via-service` adds the tool `service`: the same engine through the running server, each job
+ * timed from its request to `completed`, see service.ts.)
+ * Within a round every step is taken by each tool back to back (order rotating); each figure is
+ * reported as the median over the rounds with min and max. Wall time is measured here; peak RSS
+ * and CPU time of every process come from GNU time.
+ * Data sets: (a) ~20,000 source-like files (~250 MB), with (c) a second backup after 1% of its
+ * files changed; (b) 1 GiB incompressible; (r) a real tree: a copy of this project's
+ * node_modules (symlinks dropped) plus 256 MiB incompressible.
  */
 import { cpus, totalmem } from 'node:os';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { editOnePercent, generateLarge, generateSmall } from './data.ts';
+import { editOnePercent, generateLarge, generateRealTree, generateSmall } from './data.ts';
+import { service } from './service.ts';
 import { borg, dirBytes, ensureInstalled, have, median, ours, restic, version } from './tools.ts';
-import type { Tool } from './tools.ts';
+import type { Measure, Tool } from './tools.ts';
 
 const root = resolve(import.meta.dirname, '..');
 const { values } = parseArgs({
   options: {
     runs: { type: 'string', default: '3' },
     tools: { type: 'string', default: 'ours,restic,borg' },
+    sets: { type: 'string', default: 'a,b,r' },
     dir: { type: 'string', default: join(root, '.bench') },
+    'via-service': { type: 'boolean', default: false },
   },
 });
 const runs = Number(values.runs);
 const base = resolve(values.dir);
 
-type Metric = 'backup_a' | 'backup_b' | 'incremental_c' | 'restore_a' | 'restore_b' | 'repo_a' | 'repo_b' | 'rss' | 'cpu_backup_a' | 'cpu_backup_b';
-const LABELS: Record<Metric, string> = {
-  backup_a: 'backup (a) 20k files, s',
-  backup_b: 'backup (b) 1 GiB random, s',
-  incremental_c: 'incremental (c) 1% changed, s',
-  restore_a: 'restore (a), s',
-  restore_b: 'restore (b), s',
-  repo_a: 'repository (a)+(c), MB',
-  repo_b: 'repository (b), MB',
-  rss: 'peak RSS, MB',
-  cpu_backup_a: 'CPU time of backup (a), s',
-  cpu_backup_b: 'CPU time of backup (b), s',
-};
+interface DataSet {
+  name: 'a' | 'b' | 'r';
+  label: string;
+  dir: string;
+  generate: (dir: string) => Promise<void>;
+}
+
+type Metric = string;
+type Sample = Record<Metric, number>;
+
+/** The rows of the table, in order, for the data sets chosen. */
+function labels(sets: DataSet[]): [Metric, string][] {
+  const rows: [Metric, string][] = [];
+  for (const d of sets) {
+    rows.push([`backup_${d.name}`, `backup (${d.name}) ${d.label}, s`]);
+    if (d.name === 'a') rows.push(['incremental_c', 'incremental (c) 1% of (a) changed, s']);
+    rows.push([`restore_${d.name}`, `restore (${d.name}), s`]);
+  }
+  for (const d of sets) rows.push([`repo_${d.name}`, `repository (${d.name}${d.name === 'a' ? ')+(c' : ''}), MB`]);
+  for (const d of sets) {
+    rows.push([`cpu_backup_${d.name}`, `CPU time of backup (${d.name}), s`]);
+    rows.push([`cpu_restore_${d.name}`, `CPU time of restore (${d.name}), s`]);
+  }
+  for (const d of sets) {
+    rows.push([`rss_backup_${d.name}`, `peak RSS of backup (${d.name}), MB`]);
+    rows.push([`rss_restore_${d.name}`, `peak RSS of restore (${d.name}), MB`]);
+  }
+  return rows;
+}
 
 /**
  * One round: every step is run by each tool back to back (the order rotating from round to
  * round), so a burst of other load on the machine hits all tools alike.
  */
-async function runRound(tools: Tool[], round: number, dataA: string, dataB: string): Promise<Map<string, Record<Metric, number>>> {
+async function runRound(tools: Tool[], round: number, sets: DataSet[]): Promise<Map<string, Sample>> {
   const order = tools.map((_, i) => tools[(i + round) % tools.length]!);
-  const state = new Map<string, { work: string; home: string; repoA: string; repoB: string; target: string; snapA: string; snapB: string; r: Record<Metric, number> }>();
+  const state = new Map<string, { work: string; home: string; target: string; r: Sample }>();
   for (const tool of order) {
-    const work = join(base, 'work', tool.name);
+    const work = join(base, 'work', tool.name.replace(/[^\w.-]/g, '_'));
     await rm(work, { recursive: true, force: true });
     const home = join(work, 'home');
     await mkdir(home, { recursive: true });
-    state.set(tool.name, {
-      work,
-      home,
-      repoA: join(work, 'repo-a'),
-      repoB: join(work, 'repo-b'),
-      target: join(work, 'target'),
-      snapA: '',
-      snapB: '',
-      r: { backup_a: 0, backup_b: 0, incremental_c: 0, restore_a: 0, restore_b: 0, repo_a: 0, repo_b: 0, rss: 0, cpu_backup_a: 0, cpu_backup_b: 0 },
-    });
+    state.set(tool.name, { work, home, target: join(work, 'target'), r: {} });
   }
-  const each = async (step: (tool: Tool, st: ReturnType<typeof state.get> & object) => Promise<void>): Promise<void> => {
+  type State = ReturnType<typeof state.get> & object;
+  const each = async (step: (tool: Tool, st: State) => Promise<void>): Promise<void> => {
     for (const tool of order) await step(tool, state.get(tool.name)!);
   };
-  const track = (st: { r: Record<Metric, number> }, m: { rssMb: number }): void => {
-    st.r.rss = Math.max(st.r.rss, m.rssMb);
+  const record = (st: State, step: string, m: Measure): void => {
+    st.r[step] = m.seconds;
+    st.r[`cpu_${step}`] = m.cpuSeconds;
+    st.r[`rss_${step}`] = m.rssMb;
   };
 
-  await each((t, st) => t.init(st.repoA, st.home));
-  await each(async (t, st) => {
-    const m = await t.backup(st.repoA, dataA, st.home);
-    track(st, m);
-    st.snapA = m.snapshot;
-    st.r.backup_a = m.seconds;
-    st.r.cpu_backup_a = m.cpuSeconds;
-  });
-  await each(async (t, st) => {
-    const m = await t.restore(st.repoA, st.snapA, st.target, st.home);
-    track(st, m);
-    st.r.restore_a = m.seconds;
-    await rm(st.target, { recursive: true, force: true });
-  });
-  const edit = await editOnePercent(dataA);
-  try {
+  for (const d of sets) {
+    const repo = (st: State): string => join(st.work, `repo-${d.name}`);
+    const snapshots = new Map<string, string>();
+    await each((t, st) => t.init(repo(st), st.home));
     await each(async (t, st) => {
-      const m = await t.backup(st.repoA, dataA, st.home);
-      track(st, m);
-      st.r.incremental_c = m.seconds;
+      const m = await t.backup(repo(st), d.dir, st.home);
+      snapshots.set(t.name, m.snapshot);
+      record(st, `backup_${d.name}`, m);
     });
-  } finally {
-    await edit.undo();
+    await each(async (t, st) => {
+      const m = await t.restore(repo(st), snapshots.get(t.name)!, st.target, st.home);
+      record(st, `restore_${d.name}`, m);
+      await rm(st.target, { recursive: true, force: true });
+    });
+    if (d.name === 'a') {
+      const edit = await editOnePercent(d.dir);
+      try {
+        await each(async (t, st) => {
+          st.r.incremental_c = (await t.backup(repo(st), d.dir, st.home)).seconds;
+        });
+      } finally {
+        await edit.undo();
+      }
+    }
+    await each(async (_t, st) => {
+      st.r[`repo_${d.name}`] = (await dirBytes(repo(st))) / 1e6;
+      await rm(repo(st), { recursive: true, force: true });
+    });
   }
-  await each(async (t, st) => {
-    st.r.repo_a = (await dirBytes(st.repoA)) / 1e6;
-    await rm(st.repoA, { recursive: true, force: true });
-  });
-  await each((t, st) => t.init(st.repoB, st.home));
-  await each(async (t, st) => {
-    const m = await t.backup(st.repoB, dataB, st.home);
-    track(st, m);
-    st.snapB = m.snapshot;
-    st.r.backup_b = m.seconds;
-    st.r.cpu_backup_b = m.cpuSeconds;
-    st.r.repo_b = (await dirBytes(st.repoB)) / 1e6;
-  });
-  await each(async (t, st) => {
-    const m = await t.restore(st.repoB, st.snapB, st.target, st.home);
-    track(st, m);
-    st.r.restore_b = m.seconds;
-    await rm(st.work, { recursive: true, force: true });
-  });
-  const out = new Map<string, Record<Metric, number>>();
+  const out = new Map<string, Sample>();
   for (const tool of tools) {
-    const r = state.get(tool.name)!.r;
-    console.log(`round ${round + 1} ${tool.name}: ${Object.entries(r).map(([k, v]) => `${k}=${v.toFixed(2)}`).join(' ')}`);
-    out.set(tool.name, r);
+    const st = state.get(tool.name)!;
+    await rm(st.work, { recursive: true, force: true });
+    console.log(`round ${round + 1} ${tool.name}: ${Object.entries(st.r).map(([k, v]) => `${k}=${v.toFixed(2)}`).join(' ')}`);
+    out.set(tool.name, st.r);
   }
   return out;
 }
 
 async function main(): Promise<void> {
   ensureInstalled();
-  const dataA = join(base, 'data', 'a');
-  const dataB = join(base, 'data', 'b');
+  const all: DataSet[] = [
+    { name: 'a', label: '20k files', dir: join(base, 'data', 'a'), generate: generateSmall },
+    { name: 'b', label: '1 GiB random', dir: join(base, 'data', 'b'), generate: generateLarge },
+    { name: 'r', label: 'real tree', dir: join(base, 'data', 'r'), generate: (dir) => generateRealTree(dir, join(root, 'node_modules')) },
+  ];
+  const sets = values.sets.split(',').map((n) => {
+    const d = all.find((s) => s.name === n.trim());
+    if (!d) throw new Error(`unknown data set ${n} (a, b, r)`);
+    return d;
+  });
   console.log('generating data (kept in', join(base, 'data'), 'for later runs)');
-  await generateSmall(dataA);
-  await generateLarge(dataB);
+  for (const d of sets) await d.generate(d.dir);
 
-  const all: Record<string, Tool> = { ours: ours(root), restic: restic(), borg: borg() };
+  // `ours@<checkout>`: the engine of another checkout (say, main), for a with/without comparison in one run.
   const tools = values.tools.split(',').map((n) => {
-    const t = all[n.trim()];
+    const [name, checkout] = n.trim().split('@');
+    if (name === 'ours' && checkout) return { ...ours(resolve(checkout)), name: n.trim() };
+    const t = ({ ours: ours(root), restic: restic(), borg: borg() } as Record<string, Tool>)[name!];
     if (!t) throw new Error(`unknown tool ${n}`);
     return t;
   });
-  const samples = new Map<string, Record<Metric, number>[]>(tools.map((t) => [t.name, []]));
+  if (values['via-service']) tools.push(service(root));
+  const samples = new Map<string, Sample[]>(tools.map((t) => [t.name, []]));
   for (let round = 0; round < runs; round++) {
-    const results = await runRound(tools, round, dataA, dataB);
+    const results = await runRound(tools, round, sets);
     for (const tool of tools) samples.get(tool.name)!.push(results.get(tool.name)!);
   }
 
-  const medians = new Map([...samples].map(([name, rs]) => [name, Object.fromEntries((Object.keys(LABELS) as Metric[]).map((m) => [m, median(rs.map((r) => r[m]))])) as Record<Metric, number>]));
-  const ref = medians.get('restic');
+  const rows = labels(sets);
+  const stat = (name: string, m: Metric) => {
+    const xs = samples.get(name)!.map((r) => r[m]!);
+    return { min: Math.min(...xs), median: median(xs), max: Math.max(...xs) };
+  };
+  const ref = samples.has('restic') ? 'restic' : undefined;
   const names = tools.map((t) => t.name);
-  const rows = (Object.keys(LABELS) as Metric[]).map((m) => {
+  const lines = rows.map(([m, label]) => {
+    const digits = m.startsWith('rss') || m.startsWith('repo') ? 0 : 2;
     const cells = names.map((n) => {
-      const v = medians.get(n)![m];
-      const digits = m === 'rss' || m.startsWith('repo') ? 0 : 2;
-      return ref ? `${v.toFixed(digits)} (${(v / ref[m]).toFixed(2)}×)` : v.toFixed(digits);
+      const s = stat(n, m);
+      const ratio = ref ? ` (${(s.median / stat(ref, m).median).toFixed(2)}×)` : '';
+      const range = runs > 1 ? ` [${s.min.toFixed(digits)}–${s.max.toFixed(digits)}]` : '';
+      return `${s.median.toFixed(digits)}${ratio}${range}`;
     });
-    return `| ${LABELS[m]} | ${cells.join(' | ')} |`;
+    return `| ${label} | ${cells.join(' | ')} |`;
   });
   const machine = [
     `${cpus()[0]?.model ?? 'cpu'}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${version('uname', ['-r'])}`,
     `node ${process.version}; ${have('restic') ? version('restic', ['version']) : ''}; ${have('borg') ? version('borg', ['--version']) : ''}`,
-    `median of ${runs} run(s), each step run by every tool back to back; figures in parentheses are ratios to restic (lower is better)`,
+    `median of ${runs} run(s) [min–max], each step run by every tool back to back; in parentheses the ratio of the medians to restic's (lower is better)`,
   ];
-  const table = [`| metric | ${names.join(' | ')} |`, `|---|${names.map(() => '---').join('|')}|`, ...rows].join('\n');
+  const table = [`| metric | ${names.join(' | ')} |`, `|---|${names.map(() => '---').join('|')}|`, ...lines].join('\n');
   const report = `${machine.join('\n')}\n\n${table}\n`;
   console.log(`\n${report}`);
   await writeFile(join(base, 'results.md'), report);

@@ -1,8 +1,11 @@
 // `npm run bench:http`: autocannon against GET /api/v1/backup/{id} (a real completed job) and
-// GET /api/tools/ip-info on the real app with response validation on, off, on a bare Express
-// route returning the same JSON (bench/http-bare.ts), and on the app serving HTTPS itself
+// GET /api/tools/ip-info on the real app as `npm start` runs it (response validation and
+// metrics on), with metrics off (METRICS_PORT=0), with validation off, on a bare Express route
+// returning the same JSON (bench/http-bare.ts), and on the app serving HTTPS itself
 // (validation on, a certificate from a throwaway CA; keep-alive connections, so TLS costs its
-// record encryption and one handshake per connection). Three rounds, interleaved so that drift of
+// record encryption and one handshake per connection). Besides requests per second, each run
+// reports the CPU time the server process spent per request (user + system, from /proc): on a
+// shared machine that figure moves less with other load than throughput does. Three rounds, interleaved so that drift of
 // the machine hits every configuration alike; the median of the three is reported. Prints a
 // Markdown table and writes it as the "## HTTP" section of docs/performance.md, leaving every
 // other section of that file as it is.
@@ -14,22 +17,14 @@
 // switched off, so that the limiter's bookkeeping and headers stay in the measured path.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpsRequest } from 'node:https';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { RateLimitStore } from '../server/ratelimit/store.ts';
 import { createCa, issueCertificate } from '../scripts/dev-cert/pki.ts';
-import { freePort } from './tools.ts';
+import { freePort } from '../server/testing/services/ports.ts';
+import { autocannon, cpuMicros, machine, median, writeSection, type LoadResult as Result } from './common.ts';
 
-interface Result {
-  requests: { average: number };
-  latency: { p50: number; p99: number };
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-}
-const autocannon = createRequire(import.meta.url)('autocannon') as (opts: object) => Promise<Result>;
 
 const ROOT = join(import.meta.dirname, '..');
 const SCRATCH = join(ROOT, '.bench', 'http');
@@ -53,6 +48,7 @@ async function serve(): Promise<void> {
   };
   const service = await createApp(loadConfig(), { rateLimitStore: raised });
   await service.listen();
+  await service.listenMetrics();
   process.once('SIGTERM', () => {
     service.close().then(
       () => process.exit(0),
@@ -98,36 +94,18 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-async function load(url: string, headers: Record<string, string>, duration: number): Promise<Result> {
+type Run = Result & { cpuPerRequest: number };
+
+async function load(url: string, headers: Record<string, string>, duration: number, pid: number): Promise<Run> {
+  const before = cpuMicros(pid);
   const r = await autocannon({ url, headers, connections: CONNECTIONS, duration });
   if (r.non2xx || r.errors || r.timeouts) throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
-  return r;
+  return { ...r, cpuPerRequest: (cpuMicros(pid) - before) / Math.max(1, r.requests.total) };
 }
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-};
 
 async function json(url: string, init?: RequestInit): Promise<{ status: number; body: any }> {
   const res = await fetch(url, init);
   return { status: res.status, body: await res.json() };
-}
-
-/** Replaces the "## HTTP" section of the file (up to the next "## " heading), or appends it. */
-function writeSection(section: string): void {
-  const current = existsSync(PERFORMANCE) ? readFileSync(PERFORMANCE, 'utf8') : '# Performance\n';
-  const lines = current.split('\n');
-  const start = lines.findIndex((l) => l.trim() === '## HTTP');
-  let next: string;
-  if (start === -1) {
-    next = `${current.trimEnd()}\n\n${section.trimEnd()}\n`;
-  } else {
-    let end = lines.findIndex((l, i) => i > start && /^## /.test(l));
-    if (end === -1) end = lines.length;
-    next = [...lines.slice(0, start), ...section.trimEnd().split('\n'), '', ...lines.slice(end)].join('\n').trimEnd() + '\n';
-  }
-  writeFileSync(PERFORMANCE, next);
 }
 
 async function main(): Promise<void> {
@@ -139,13 +117,17 @@ async function main(): Promise<void> {
   const env = {
     HOST: '127.0.0.1',
     DATA_DIR: join(SCRATCH, 'data'),
+    MASTER_KEY_FILE: join(SCRATCH, 'keys', 'master.key'),
     BACKUP_ALLOWED_ROOTS: root,
     BACKUP_BOOTSTRAP_API_KEY: KEY,
     BACKUP_BOOTSTRAP_SECRET: SECRET,
     BACKUP_BOOTSTRAP_PLAN: 'business',
     LOG_LEVEL: 'info',
   };
-  const ports = { on: await freePort(), off: await freePort(), bare: await freePort(), tls: await freePort() };
+  const ports = { on: await freePort(), metricsOff: await freePort(), off: await freePort(), bare: await freePort(), tls: await freePort() };
+  // Every server but the metrics-off one serves /metrics, each on its own port.
+  const metricsPort = async (): Promise<string> => String(await freePort());
+  const onMetrics = await metricsPort();
   const pki = join(SCRATCH, 'pki');
   const ca = createCa(pki);
   const cert = issueCertificate({ ca, dir: pki, name: 'localhost', altNames: ['IP:127.0.0.1'] });
@@ -153,9 +135,10 @@ async function main(): Promise<void> {
   const self = join(ROOT, 'bench', 'http.ts');
   const children: ChildProcess[] = [];
   try {
-    // The validating server makes the completed job; the second one starts on the same data
-    // afterwards (read-only from then on), so both answer the same job with the same token.
-    children.push(start([self, '--serve'], { ...env, PORT: String(ports.on), VALIDATE_RESPONSES: 'true' }));
+    // The validating server makes the completed job; the others start afterwards on copies of its
+    // data (one server per data directory; the master key file is shared), so all answer the same
+    // job with the same token.
+    children.push(start([self, '--serve'], { ...env, PORT: String(ports.on), VALIDATE_RESPONSES: 'true', METRICS_PORT: onMetrics }));
     await waitReady(`http://127.0.0.1:${ports.on}/api/v1/status`);
     const api = `http://127.0.0.1:${ports.on}/api/v1`;
     const token = await json(`${api}/auth/token`, {
@@ -175,18 +158,26 @@ async function main(): Promise<void> {
     const ipInfo = await json(`http://127.0.0.1:${ports.on}/api/tools/ip-info`);
     writeFileSync(join(SCRATCH, 'bodies.json'), JSON.stringify({ backup: job.body, ipInfo: ipInfo.body }));
 
-    children.push(start([self, '--serve'], { ...env, PORT: String(ports.off), VALIDATE_RESPONSES: 'false' }));
+    const copy = (name: string): string => {
+      cpSync(env.DATA_DIR, join(SCRATCH, name), { recursive: true });
+      return join(SCRATCH, name);
+    };
+    children.push(start([self, '--serve'], { ...env, DATA_DIR: copy('data-metrics-off'), PORT: String(ports.metricsOff), VALIDATE_RESPONSES: 'true', METRICS_PORT: '0' }));
+    children.push(start([self, '--serve'], { ...env, DATA_DIR: copy('data-off'), PORT: String(ports.off), VALIDATE_RESPONSES: 'false', METRICS_PORT: await metricsPort() }));
     children.push(start([join(ROOT, 'bench', 'http-bare.ts')], { PORT: String(ports.bare), BARE_BODIES: join(SCRATCH, 'bodies.json') }));
-    children.push(start([self, '--serve'], { ...env, PORT: String(ports.tls), VALIDATE_RESPONSES: 'true', TLS_CERT_FILE: cert.cert, TLS_KEY_FILE: cert.key }));
+    children.push(start([self, '--serve'], { ...env, DATA_DIR: copy('data-tls'), PORT: String(ports.tls), VALIDATE_RESPONSES: 'true', TLS_CERT_FILE: cert.cert, TLS_KEY_FILE: cert.key, METRICS_PORT: await metricsPort() }));
+    await waitReady(`http://127.0.0.1:${ports.metricsOff}/api/v1/status`);
     await waitReady(`http://127.0.0.1:${ports.off}/api/v1/status`);
     await waitReady(`http://127.0.0.1:${ports.bare}/api/tools/ip-info`);
     await waitReady(`https://127.0.0.1:${ports.tls}/api/v1/status`, caPem);
 
+    const [onChild, metricsOffChild, offChild, bareChild, tlsChild] = children.map((c) => c.pid!);
     const configs = [
-      { label: 'validation on', origin: `http://127.0.0.1:${ports.on}` },
-      { label: 'validation off', origin: `http://127.0.0.1:${ports.off}` },
-      { label: 'bare Express', origin: `http://127.0.0.1:${ports.bare}` },
-      { label: 'HTTPS, validation on', origin: `https://127.0.0.1:${ports.tls}` },
+      { label: 'validation on', origin: `http://127.0.0.1:${ports.on}`, pid: onChild! },
+      { label: 'metrics off', origin: `http://127.0.0.1:${ports.metricsOff}`, pid: metricsOffChild! },
+      { label: 'validation off', origin: `http://127.0.0.1:${ports.off}`, pid: offChild! },
+      { label: 'bare Express', origin: `http://127.0.0.1:${ports.bare}`, pid: bareChild! },
+      { label: 'HTTPS, validation on', origin: `https://127.0.0.1:${ports.tls}`, pid: tlsChild! },
     ];
     const routes = [
       { name: 'GET /api/v1/backup/{id}', path: `/api/v1/backup/${id}`, headers: auth },
@@ -202,40 +193,48 @@ async function main(): Promise<void> {
       const sameIp = (d: Record<string, unknown>) => JSON.stringify({ ...d, user_agent: undefined });
       if (sameIp(i.body.data) !== sameIp(ipInfo.body.data)) throw new Error(`${c.label}: different ip-info`);
     }
-    for (const c of configs) for (const r of routes) await load(c.origin + r.path, r.headers, 2); // warm-up
+    for (const c of configs) for (const r of routes) await load(c.origin + r.path, r.headers, 2, c.pid); // warm-up
 
-    const runs = new Map<string, Result[]>();
+    const runs = new Map<string, Run[]>();
     for (let round = 1; round <= ROUNDS; round++) {
       for (const r of routes) {
         // Each round starts with another configuration, so none always runs first.
         for (const c of configs.map((_, i) => configs[(i + round) % configs.length]!)) {
-          const result = await load(c.origin + r.path, r.headers, SECONDS);
+          const result = await load(c.origin + r.path, r.headers, SECONDS, c.pid);
           const key = `${r.name}|${c.label}`;
           runs.set(key, [...(runs.get(key) ?? []), result]);
-          process.stderr.write(`round ${round} ${r.name} ${c.label}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms\n`);
+          process.stderr.write(`round ${round} ${r.name} ${c.label}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms, ${Math.round(result.cpuPerRequest)} µs CPU/request\n`);
         }
       }
     }
 
+    // The instrumented server counted what it served (metrics were really on).
+    const scraped = await (await fetch(`http://127.0.0.1:${onMetrics}/metrics`)).text();
+    if (!/backup_http_requests_total\{operation="getBackup",status_class="2xx"\} [1-9]/.test(scraped)) throw new Error('the metrics-on server counted no getBackup');
+
     const figure = (route: string, label: string) => {
       const rs = runs.get(`${route}|${label}`)!;
-      return { rps: median(rs.map((r) => r.requests.average)), p99: median(rs.map((r) => r.latency.p99)), all: rs.map((r) => Math.round(r.requests.average)) };
+      return { rps: median(rs.map((r) => r.requests.average)), p99: median(rs.map((r) => r.latency.p99)), cpu: median(rs.map((r) => r.cpuPerRequest)), all: rs.map((r) => Math.round(r.requests.average)) };
     };
-    const rows = [`| route | configuration | req/s (median) | p99 ms (median) | req/s of the ${ROUNDS} runs |`, '|---|---|---:|---:|---|'];
+    const rows = [`| route | configuration | req/s (median) | p99 ms (median) | server CPU µs/request (median) | req/s of the ${ROUNDS} runs |`, '|---|---|---:|---:|---:|---|'];
     const ratios: string[] = [];
     for (const r of routes) {
       for (const c of configs) {
         const f = figure(r.name, c.label);
         // autocannon measures latency in whole milliseconds.
-        rows.push(`| ${r.name} | ${c.label} | ${Math.round(f.rps)} | ${f.p99 === 0 ? '< 1' : f.p99} | ${f.all.join(', ')} |`);
+        rows.push(`| ${r.name} | ${c.label} | ${Math.round(f.rps)} | ${f.p99 === 0 ? '< 1' : f.p99} | ${Math.round(f.cpu)} | ${f.all.join(', ')} |`);
       }
       const on = figure(r.name, 'validation on');
+      const metricsOff = figure(r.name, 'metrics off');
       const off = figure(r.name, 'validation off');
       const bare = figure(r.name, 'bare Express');
       ratios.push(
         `- ${r.name}: response validation overhead (throughput off ÷ on) **${(off.rps / on.rps).toFixed(2)}×**, ` +
           `p99 on ÷ off ${(on.p99 / Math.max(off.p99, 1)).toFixed(2)}×; the full stack runs at ${((on.rps / bare.rps) * 100).toFixed(0)} % ` +
-          `of the bare route with validation on, ${((off.rps / bare.rps) * 100).toFixed(0)} % with it off.`,
+          `of the bare route with validation on, ${((off.rps / bare.rps) * 100).toFixed(0)} % with it off; ` +
+          `with metrics on it serves **${((on.rps / metricsOff.rps) * 100).toFixed(1)} %** of the requests per second it serves with metrics off (goal: at least 95 %). ` +
+          `In server CPU per request (bare ÷ full stack, the share of bare Express's throughput the stack would reach with a core to itself): ` +
+          `**${((bare.cpu / on.cpu) * 100).toFixed(0)} %** with validation on (goal: at least 40 %), metrics off ÷ on **${((metricsOff.cpu / on.cpu) * 100).toFixed(1)} %**.`,
       );
       const tls = figure(r.name, 'HTTPS, validation on');
       ratios.push(
@@ -244,15 +243,15 @@ async function main(): Promise<void> {
       );
     }
     const loadAfter = loadavg()[0]!;
-    const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
     const section = [
       '## HTTP',
       '',
-      `Measured by \`npm run bench:http\` (bench/http.ts) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: ${machine}.`,
+      `Measured by \`npm run bench:http\` (bench/http.ts) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: ${machine()}.`,
       `autocannon, ${CONNECTIONS} connections, ${SECONDS} s per run after a 2 s warm-up, ${ROUNDS} interleaved rounds, median reported;`,
       'client and server share the machine. The app is built by `createApp()` as `npm start` builds it (request validation,',
       'bearer auth, rate limiting with every limit raised a million-fold, request ids, info-level pino logs to a discarded',
-      'stdout, envelope); "validation on/off" is `VALIDATE_RESPONSES`. The bare route is Express 5 returning the same JSON.',
+      'stdout, envelope, Prometheus metrics on their own port); "validation on/off" is `VALIDATE_RESPONSES`; "metrics off" is',
+      '`METRICS_PORT=0` with validation on (no HTTP instrumentation, no collection). The bare route is Express 5 returning the same JSON.',
       '"HTTPS" is the same app serving TLS itself (TLS 1.3, an EC P-256 certificate from a throwaway CA); autocannon keeps its',
       'connections alive, so each pays one handshake and then the record encryption of every request and answer.',
       `Other work on the machine: 1-minute load average ${loadBefore.toFixed(1)} at the start, ${loadAfter.toFixed(1)} at the end (the benchmark itself keeps both cores busy, about 2).`,
@@ -263,7 +262,7 @@ async function main(): Promise<void> {
       '',
     ].join('\n');
     process.stdout.write(`${section}\n`);
-    writeSection(section);
+    writeSection(PERFORMANCE, '## HTTP', section);
   } finally {
     for (const child of children) await stop(child);
   }

@@ -9,14 +9,13 @@
  * builds it) and `--pages` GET /files requests (half first pages of a random top directory,
  * half the page after), p50 and p99 per page.
  */
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { changeOnePercent, generateScaleTree, PER_DIR } from './scale-data.ts';
-import { borg, dirBytes, ensureInstalled, freePort, have, median, ours, restic, version } from './tools.ts';
+import { runJob, startService } from './service.ts';
+import { borg, dirBytes, ensureInstalled, have, median, ours, restic, version } from './tools.ts';
 import type { Measure, Tool } from './tools.ts';
 import { prng } from './data.ts';
 
@@ -85,56 +84,17 @@ async function round(tools: Tool[], n: number, data: string, r: number): Promise
 
 /** Backs the tree up through the real service, then times GET /files pages. */
 async function listing(n: number, data: string, pages: number): Promise<{ serviceBackup: number; p50: number; p99: number; max: number }> {
-  const KEY = 'key_bench_scale';
-  const SECRET = 'bench-scale-secret-0123456789';
   const dataDir = join(base, 'service');
   await rm(dataDir, { recursive: true, force: true });
-  const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [join(root, 'bench', 'http.ts'), '--serve'], {
-    env: {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      BACKUP_ALLOWED_ROOTS: data,
-      BACKUP_BOOTSTRAP_API_KEY: KEY,
-      BACKUP_BOOTSTRAP_SECRET: SECRET,
-      BACKUP_BOOTSTRAP_PLAN: 'business',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const api = `http://127.0.0.1:${port}/api/v1`;
+  const s = await startService(root, { dataDir, roots: [data] });
   try {
-    for (let i = 0; ; i++) {
-      if (await fetch(`${api}/status`).then(() => true, () => false)) break;
-      if (i > 400) throw new Error('the service did not start');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const call = async (path: string, init: RequestInit = {}): Promise<{ data: Record<string, unknown> }> => {
-      const res = await fetch(`${api}${path}`, init);
-      const body = (await res.json()) as { data: Record<string, unknown> };
-      if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(body)}`);
-      return body;
-    };
-    const json = { 'content-type': 'application/json' };
-    const token = (await call('/auth/token', { method: 'POST', headers: json, body: JSON.stringify({ api_key: KEY, secret: SECRET }) })).data.access_token as string;
-    const auth = { authorization: `Bearer ${token}` };
-    const started = performance.now();
-    const id = (await call('/backup', { method: 'POST', headers: { ...auth, ...json, prefer: 'wait=30' }, body: JSON.stringify({ source: data, destination: 'local' }) })).data.id as string;
-    for (;;) {
-      const job = (await call(`/backup/${id}`, { headers: auth })).data;
-      if (job.status === 'completed') break;
-      if (job.status !== 'running' && job.status !== 'queued') throw new Error(`service backup ${String(job.status)}`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    const serviceBackup = (performance.now() - started) / 1000;
+    const { id, seconds: serviceBackup } = await runJob(s, 'backup', { source: data, destination: 'local' });
     const rand = prng(7);
     const tops = Math.ceil(n / PER_DIR / PER_DIR);
     const times: number[] = [];
     const timed = async (query: string): Promise<Record<string, unknown>> => {
       const t0 = performance.now();
-      const body = await call(`/files?${query}`, { headers: auth });
+      const body = await s.call(`/files?${query}`, { headers: s.auth });
       times.push(performance.now() - t0);
       return body.data;
     };
@@ -148,8 +108,7 @@ async function listing(n: number, data: string, pages: number): Promise<{ servic
     const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
     return { serviceBackup, p50: at(0.5), p99: at(0.99), max: sorted.at(-1)! };
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    await s.stop();
     await rm(dataDir, { recursive: true, force: true });
   }
 }

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toolsOperations } from '../generated/tools-handlers.ts';
 import { exec, packAndInstall } from '../scripts/testing/exec.ts';
 import { startHarness, type Harness } from '../server/testing/harness.ts';
 
@@ -28,9 +29,9 @@ afterAll(async () => {
 
 describe('the packed CI checks', () => {
   it('pin the same versions of their dependencies as the project, and its API version', async () => {
-    const root = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+    const root = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
     const checks = JSON.parse(await readFile(join(CHECKS, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string> };
-    for (const [name, version] of Object.entries(checks.dependencies)) expect(version, name).toBe(root.devDependencies[name]);
+    for (const [name, version] of Object.entries(checks.dependencies)) expect(version, name).toBe(root.dependencies[name] ?? root.devDependencies[name]);
     const doc = JSON.parse(await readFile(join(ROOT, 'generated/backup.openapi.json'), 'utf8')) as { info: { version: string } };
     expect(checks.version).toBe(doc.info.version);
   });
@@ -45,7 +46,8 @@ describe('the packed CI checks', () => {
     expect(diff.code).toBe(1);
 
     const check = await exec('npx', ['--no-install', 'contract-check', '--spec', join(ROOT, 'generated/tools.openapi.json'), '--target', h.base, '--runs', '4'], { cwd: app });
-    expect(check.out).toMatch(/4 of 4 operations conform/);
+    const count = Object.keys(toolsOperations).length;
+    expect(check.out).toContain(`${count} of ${count} operations conform`);
     expect(check.code).toBe(0);
   });
 });

@@ -3,9 +3,10 @@
  * mock too), each on fresh processes on ephemeral loopback ports; prints one pass/fail line per
  * check, the coverage table, and exits non-zero on any failure.
  *
- *   node contract-tests/run.ts [--only name,name] [--keep]
+ *   node contract-tests/run.ts [--only name,name] [--keep] [--concurrency N]
  *     --only   run just these checks (dredd-real, dredd-mock, prism-proxy, arazzo, fuzz, https, self-test)
  *     --keep   keep the temporary directory (logs, data) even when everything passes
+ *     --concurrency N   run up to N checks at once (default 3; the longest start first)
  *     --tamper meta-type|status-code|drop-header
  *              put the tampering proxy (tamper/proxy.ts) in front of every real server: the
  *              run must then fail, showing a non-conforming answer is caught
@@ -15,6 +16,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { arazzoCheck } from './arazzo/run.ts';
 import type { CheckResult, Context } from './lib/check.ts';
+import { concurrently } from './lib/concurrently.ts';
 import { Coverage } from './lib/coverage.ts';
 import { loadApi, ResponseValidator } from './lib/spec.ts';
 import { ROOT, startMockServers, startServer, startTargetSite, WORK } from './lib/stack.ts';
@@ -26,9 +28,11 @@ import { prismProxyCheck } from './prism/run.ts';
 import { startTamperProxy, type Tamper } from './tamper/proxy.ts';
 import { selfTestCheck } from './tamper/run.ts';
 
-const { values } = parseArgs({ options: { only: { type: 'string' }, keep: { type: 'boolean', default: false }, tamper: { type: 'string' } } });
+const { values } = parseArgs({ options: { only: { type: 'string' }, keep: { type: 'boolean', default: false }, tamper: { type: 'string' }, concurrency: { type: 'string', default: '3' } } });
 const tamper = values.tamper as Tamper | undefined;
 const only = values.only ? new Set(values.only.split(',')) : undefined;
+const CONCURRENCY = Number(values.concurrency);
+if (!Number.isInteger(CONCURRENCY) || CONCURRENCY < 1) throw new Error(`--concurrency must be a whole number of at least 1, not "${values.concurrency}"`);
 
 const apis = [loadApi(ROOT, 'backup'), loadApi(ROOT, 'tools')];
 const coverage = new Coverage();
@@ -51,7 +55,10 @@ async function withServer(name: string, env: Record<string, string>, fn: (s: Awa
   }
 }
 
+// The longest first, so the run ends soon after the last one starts.
 const checks: Check[] = [
+  { name: 'self-test', run: () => selfTestCheck(ctx) },
+  { name: 'https', run: () => httpsCheck(ctx) },
   {
     name: 'dredd-real',
     run: () =>
@@ -73,29 +80,30 @@ const checks: Check[] = [
   { name: 'prism-proxy', run: () => withServer('prism-proxy', { BACKUP_BOOTSTRAP_PLAN: 'free_trial', TRUST_PROXY: 'loopback' }, (s) => prismProxyCheck(ctx, s)) },
   { name: 'arazzo', run: () => withServer('arazzo', {}, (s) => arazzoCheck(ctx, s)) },
   { name: 'fuzz', run: () => withServer('fuzz', { TRUST_PROXY: 'loopback' }, (s) => fuzzCheck(ctx, s)) },
-  { name: 'https', run: () => httpsCheck(ctx) },
-  { name: 'self-test', run: () => selfTestCheck(ctx) },
 ];
 
-const results: CheckResult[] = [];
 const started = Date.now();
+let results: CheckResult[] = [];
 try {
-  for (const check of checks) {
-    if (only && !only.has(check.name)) continue;
-    const t0 = Date.now();
-    let result: CheckResult;
-    try {
-      result = await check.run();
-    } catch (err) {
-      result = { name: check.name, ok: false, summary: 'crashed', failures: [(err as Error).stack ?? String(err)] };
-    }
-    results.push(result);
-    const secs = ((Date.now() - t0) / 1000).toFixed(1);
-    console.log(`${result.ok ? 'PASS' : 'FAIL'} ${result.name} (${secs} s): ${result.summary}`);
-    for (const f of result.failures.slice(0, 40)) console.log(`     ✗ ${f}`);
-    if (result.failures.length > 40) console.log(`     … ${result.failures.length - 40} more`);
-    if (process.env.CONTRACT_VERBOSE) for (const n of result.notes ?? []) console.log(`     · ${n}`);
-  }
+  const selected = checks.filter((check) => !only || only.has(check.name));
+  results = await concurrently(
+    selected.map((check) => async () => {
+      const t0 = Date.now();
+      let result: CheckResult;
+      try {
+        result = await check.run();
+      } catch (err) {
+        result = { name: check.name, ok: false, summary: 'crashed', failures: [(err as Error).stack ?? String(err)] };
+      }
+      const secs = ((Date.now() - t0) / 1000).toFixed(1);
+      console.log(`${result.ok ? 'PASS' : 'FAIL'} ${result.name} (${secs} s): ${result.summary}`);
+      for (const f of result.failures.slice(0, 40)) console.log(`     ✗ ${f}`);
+      if (result.failures.length > 40) console.log(`     … ${result.failures.length - 40} more`);
+      if (process.env.CONTRACT_VERBOSE) for (const n of result.notes ?? []) console.log(`     · ${n}`);
+      return result;
+    }),
+    CONCURRENCY,
+  );
 } finally {
   await site.stop();
 }

@@ -66,7 +66,8 @@ export interface paths {
          *
          *     Checks happen in this order: token (401), rate limit (429), body media type and size (415,
          *     413), JSON and schema (400), allowed roots (403), existence of the source and the
-         *     destination (422).
+         *     destination (422), the account's job queue (429 `QUEUE_FULL`: at most 100 jobs queued
+         *     per account unless the operator configured another limit).
          *
          *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
          */
@@ -96,7 +97,18 @@ export interface paths {
         get: operations["getBackup"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a backup
+         * @description Deletes a `completed`, `failed` or `cancelled` backup of the caller's account: its snapshot
+         *     and its file listing are removed at once, and `GET /backup/{id}` answers `404` from then on.
+         *     The stored data only it used is reclaimed by the next prune (`POST /prune`), not at once:
+         *     data it shares with other backups stays. A `queued` or `running` backup cannot be deleted
+         *     (`409 JOB_NOT_FINISHED`): cancel it first. Restores of it that are running may fail once a
+         *     prune has reclaimed its data. Send no request body (one sent is ignored).
+         *
+         *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
+         */
+        delete: operations["deleteBackup"];
         options?: never;
         head?: never;
         patch?: never;
@@ -153,7 +165,7 @@ export interface paths {
          *
          *     Checks happen in this order: token (401), rate limit (429), body media type and size (415,
          *     413), JSON and schema (400), the backup (404, 409), allowed roots (403), `paths` and the
-         *     target (422).
+         *     target (422), the account's job queue (429 `QUEUE_FULL`, as for `POST /backup`).
          *
          *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
          */
@@ -227,9 +239,191 @@ export interface paths {
          *     (it is a cheap probe; it carries no rate-limit headers). Answers `200` whenever the process
          *     can answer at all: `status` is `degraded` when a dependency check fails, so alert on
          *     the body, not only on the status code. A `5xx` or no answer means the service is down.
+         *     Where a destination is kept in object storage, `checks.object_store` probes it; `destinations`
+         *     tells which destinations are off-site (`s3`) and which are on the server's own disks.
          *     Holds no account data.
          */
         get: operations["getStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Apply a retention policy
+         * @description Keeps the backups a policy selects and deletes the others (as `DELETE /backup/{id}`), for
+         *     one source, one destination, or all the caller's completed backups. The rules are restic's
+         *     `keep-last`, `keep-hourly`, `keep-daily`, `keep-weekly`, `keep-monthly`, `keep-yearly`
+         *     (see `RetentionRequest` for how they count, with an example). With `dry_run: true` the
+         *     answer says which backups would be kept, by which rules, and which deleted, and nothing
+         *     changes. Stored data is reclaimed by the next prune.
+         *
+         *     Checks happen in this order: token (401), rate limit (429), body media type and size (415,
+         *     413), JSON and schema (400, at least one `keep_` rule), the destination (422).
+         *
+         *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
+         */
+        post: operations["submitRetentionPolicy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/prune": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a prune
+         * @description Removes from one repository (the caller's account in `destination`) the data no remaining
+         *     backup uses: what deleted backups and retention left, and what interrupted backups wrote.
+         *     Packs (the files data is stored in) that are mostly unused, at least half of their bytes,
+         *     are rewritten: their used data is copied into new packs and they are deleted. Backups and
+         *     restores of the repository keep running meanwhile: the prune waits only for backups that
+         *     started before it to finish, never stops one, and a backup that starts during it stores
+         *     again what the prune may remove. With `dry_run: true` the job answers the cost (bytes to
+         *     delete, bytes to rewrite, packs touched, bytes that remain) and changes nothing; `GET
+         *     /usage` shows that figure as reclaimable. A prune interrupted at any point (cancelled, the
+         *     server killed) leaves a consistent repository, and the next prune finishes the work.
+         *
+         *     Answers `202 Accepted` at once with the job and its URL in `Location`; follow it with
+         *     `GET /maintenance/{id}`, or send `Prefer: wait=N` (N ≤ 30) to have the answer held until
+         *     it ends or N seconds pass. Only one prune or check of a repository is queued or running at
+         *     a time (`409 MAINTENANCE_RUNNING` names it).
+         *
+         *     Checks happen in this order: token (401), rate limit (429), body media type and size (415,
+         *     413), JSON and schema (400), the destination (422), a maintenance job already there (409), the
+         *     account's job queue (429 `QUEUE_FULL`).
+         *
+         *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
+         */
+        post: operations["createPrune"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a check
+         * @description Verifies one repository (the caller's account in `destination`): every backup's directories
+         *     can be read, every chunk they use is in the index, every index entry lies in an existing
+         *     pack; with `read_data: true` (or a share, `read_data_subset: "10%"`) it also reads the
+         *     packs and authenticates every chunk in them. Backups keep running meanwhile. When something
+         *     is wrong the job ends `failed` with `CORRUPT_DATA`, and `result.affected` names every backup
+         *     and path concerned; other backups restore as usual.
+         *
+         *     Answers `202 Accepted` at once with the job and its URL in `Location`; follow it with
+         *     `GET /maintenance/{id}`, or send `Prefer: wait=N` (N ≤ 30) to have the answer held until
+         *     it ends or N seconds pass. Only one prune or check of a repository is queued or running at
+         *     a time (`409 MAINTENANCE_RUNNING` names it).
+         *
+         *     Checks happen in this order: token (401), rate limit (429), body media type and size (415,
+         *     413), JSON and schema (400), the destination (422), a maintenance job already there (409), the
+         *     account's job queue (429 `QUEUE_FULL`).
+         *
+         *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
+         */
+        post: operations["createCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/maintenance/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a maintenance job
+         * @description One prune or check of the caller's account, requested or scheduled, with its status,
+         *     progress and, once it ended, its result. Poll it until `status` is final; every few seconds
+         *     is plenty. A job of another account answers `404` exactly as a missing one.
+         *
+         *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
+         */
+        get: operations["getMaintenanceJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/maintenance/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a maintenance job
+         * @description Asks a `queued` or `running` prune or check to stop. A queued job is `cancelled` at once; a
+         *     running one stops within seconds and becomes `cancelled`. A cancelled prune leaves the
+         *     repository consistent (the next prune finishes its work). Send no request body (one sent is
+         *     ignored).
+         *
+         *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
+         */
+        post: operations["cancelMaintenanceJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get storage usage
+         * @description Per destination: how many backups the caller keeps there, their content as backed up, what
+         *     the repository really occupies on its storage (data and metadata, listed from the storage
+         *     itself), the deduplication and compression ratios, and what a prune could reclaim as of
+         *     the last prune dry run.
+         *
+         *     **Rate limit:** 100 (`free_trial`), 1000 (`pro`), 10000 (`business`) requests per hour per account, shared by all authenticated operations.
+         */
+        get: operations["getUsage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -342,12 +536,14 @@ export interface components {
          *     | `INTERNAL_ERROR` | 500 | response, job | An unexpected server fault. Nothing internal is disclosed. | Retry later with backoff where the operation is safe to repeat; quote `meta.request_id` (or the job id) when reporting it. |
          *     | `SERVICE_UNAVAILABLE` | 503 | response | The server cannot serve the request right now (its database or rate-limit store is unreachable, or it is shutting down). | Retry after `Retry-After` seconds; nothing was done. |
          *     | `STORAGE_FULL` | 507 | response, job | The server has no space left where the data would be written (the repository's disk or quota, or its database's disk). Nothing half-written stays visible. | Retry once the operator has freed space; earlier backups are unaffected. |
+         *     | `MAINTENANCE_NOT_FOUND` | 404 | response | No maintenance job (prune or check) with that id in the caller's account (ids of other accounts answer the same). | Check the id returned by `POST /prune` or `POST /check`. |
+         *     | `MAINTENANCE_RUNNING` | 409 | response, job | A prune or check of the same repository is already queued or running (`details.job_id` when it is one of the caller's jobs); on a job, another server held the repository for its own prune or check. | Follow the running job, or start this one once it has ended. |
          *     | `INTERRUPTED` | — | job | The server (or the instance running the job) stopped while the job ran. The repository stays consistent. | Start the job again. |
          *     | `CORRUPT_DATA` | — | job | Stored data failed its integrity check (a restore met a damaged chunk, or a check found problems; the job names the affected backups and paths). | Restore from another backup; tell the operator, who can run a check on the repository. |
          * @example INVALID_SOURCE
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_ERROR" | "INVALID_JSON" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SOURCE_NOT_ALLOWED" | "TARGET_NOT_ALLOWED" | "HTTPS_REQUIRED" | "NOT_FOUND" | "BACKUP_NOT_FOUND" | "RESTORE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "BACKUP_NOT_COMPLETED" | "JOB_FINISHED" | "JOB_NOT_FINISHED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INVALID_SOURCE" | "INVALID_TARGET" | "URL_NOT_ALLOWED" | "DESTINATION_UNAVAILABLE" | "RATE_LIMITED" | "QUEUE_FULL" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "STORAGE_FULL";
+        ErrorCode: "VALIDATION_ERROR" | "INVALID_JSON" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SOURCE_NOT_ALLOWED" | "TARGET_NOT_ALLOWED" | "HTTPS_REQUIRED" | "NOT_FOUND" | "BACKUP_NOT_FOUND" | "RESTORE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "BACKUP_NOT_COMPLETED" | "JOB_FINISHED" | "JOB_NOT_FINISHED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INVALID_SOURCE" | "INVALID_TARGET" | "URL_NOT_ALLOWED" | "DESTINATION_UNAVAILABLE" | "RATE_LIMITED" | "QUEUE_FULL" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "STORAGE_FULL" | "MAINTENANCE_NOT_FOUND" | "MAINTENANCE_RUNNING";
         /** @description One problem found while validating a request. */
         ValidationIssue: {
             /**
@@ -360,6 +556,56 @@ export interface components {
              * @example must be equal to one of the allowed values (zstd, gzip, none)
              */
             message: string;
+        };
+        /** @description Result of one dependency check. */
+        HealthCheck: {
+            /**
+             * @description `ok` when the dependency answered correctly, `failed` otherwise.
+             * @enum {string}
+             */
+            status: "ok" | "failed";
+            /**
+             * @description Milliseconds the check took (until the failure, for a failed check; checks give up after 1000 ms).
+             * @example 2
+             */
+            latency_ms: number;
+            /**
+             * Format: int64
+             * @description `storage` only: bytes still free for the server on the filesystem holding the repositories (absent when it could not be read).
+             * @example 52613349376
+             */
+            free_bytes?: number;
+        };
+        /** @description The TLS certificate the server presents, when it serves HTTPS itself (absent behind a TLS-terminating proxy). `failed` from 14 days before `expires_at` on, so `status` turns `degraded` in time to renew; a renewed certificate is picked up without a restart. */
+        CertificateCheck: {
+            /**
+             * @description `ok` while the certificate is valid for more than 14 days, `failed` from then on.
+             * @enum {string}
+             */
+            status: "ok" | "failed";
+            /**
+             * @description Milliseconds the check took (it reads the certificate in memory, so 0).
+             * @example 0
+             */
+            latency_ms: number;
+            /**
+             * Format: date-time
+             * @description When the served certificate expires (its notAfter, UTC).
+             * @example 2027-02-18T23:59:59.000Z
+             */
+            expires_at: string;
+        };
+        /** @description The named checks, the same set for `GET /api/v1/status` and `GET /readyz`: `database` and `storage` always, and each further dependency the operator configured under its own name (`certificate` with built-in TLS, `redis` with `REDIS_URL`, `object_store` with a destination in a bucket). Each check gives up after 1000 ms. `certificate`, and `storage` failed for low free space only, are advisory: they make `/api/v1/status` `degraded` but never make `/readyz` answer `503`, because such an instance still serves. */
+        HealthChecks: {
+            /** @description The metadata database (a read query, and its write lock can be taken). */
+            database: components["schemas"]["HealthCheck"];
+            /** @description The data directory holding the repositories: a probe file written, read back and removed, and the free space there (`free_bytes`). `failed` when the probe fails or the free space is below the operator's threshold (by default the smaller of 1 GiB and 5 % of the filesystem), so monitors hear of a filling disk before backups fail with `STORAGE_FULL`. Low free space alone is advisory (`/readyz` stays `200`: restores and reads still work); a failed probe is not. */
+            storage: components["schemas"]["HealthCheck"];
+            certificate?: components["schemas"]["CertificateCheck"];
+            /** @description Present when a destination is kept in object storage: a probe object written, read back and removed in each configured bucket; `failed` when any of them fails or takes longer than the check's limit, `latency_ms` the slowest. */
+            object_store?: components["schemas"]["HealthCheck"];
+        } & {
+            [key: string]: components["schemas"]["HealthCheck"];
         };
         /** @description Machine-readable context of the error. Always an object, empty (`{}`) when there is nothing to add. Which properties appear depends on `error.code`; each property below names the codes that carry it. More properties may appear in later minor versions. */
         ErrorDetails: {
@@ -381,12 +627,12 @@ export interface components {
              */
             restore_id?: string;
             /**
-             * @description `BACKUP_NOT_COMPLETED`, `JOB_FINISHED`: the current status of the job the request named.
+             * @description `BACKUP_NOT_COMPLETED`, `JOB_FINISHED`, `JOB_NOT_FINISHED`: the current status of the job the request named.
              * @example running
              */
             status?: string;
             /**
-             * @description `DESTINATION_UNAVAILABLE`: the destination the request named.
+             * @description `DESTINATION_UNAVAILABLE`, `MAINTENANCE_RUNNING`: the destination the request named.
              * @example offsite
              */
             destination?: string;
@@ -408,6 +654,27 @@ export interface components {
              *     ]
              */
             allowed_methods?: string[];
+            /**
+             * @description `QUEUE_FULL`: how many jobs the account may have queued (the operator's per-account queue limit).
+             * @example 100
+             */
+            queue_limit?: number;
+            /**
+             * @description `MAINTENANCE_NOT_FOUND`: the maintenance job id the request named. `MAINTENANCE_RUNNING`: the prune or check already queued or running.
+             * @example mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA
+             */
+            job_id?: string;
+            /**
+             * @description `SERVICE_UNAVAILABLE` from `GET /readyz`: the names of the dependency checks that failed.
+             * @example [
+             *       "database"
+             *     ]
+             */
+            failing?: string[];
+            /** @description `SERVICE_UNAVAILABLE` from `GET /readyz`: the result of every dependency check. */
+            checks?: components["schemas"]["HealthChecks"];
+            /** @description `SERVICE_UNAVAILABLE` from `GET /readyz`: `true` when the process is shutting down. */
+            shutting_down?: boolean;
         };
         /** @description What went wrong. */
         ApiError: {
@@ -449,7 +716,7 @@ export interface components {
          */
         AbsolutePath: string;
         /**
-         * @description Name of a backup repository configured on the server. `cloud` and `local` exist out of the box (both on local disk under the data directory until an object store is configured for `cloud`); operators may configure more. An unknown name is `422 DESTINATION_UNAVAILABLE`.
+         * @description Name of a backup repository configured on the server. `cloud` and `local` exist out of the box (both on local disk under the data directory until an object store is configured for `cloud`); operators may configure more, on local disk or in S3-compatible object storage. The job's `destination_kind` and `GET /status` tell where each one is kept. An unknown name is `422 DESTINATION_UNAVAILABLE`.
          * @example cloud
          */
         Destination: string;
@@ -524,6 +791,12 @@ export interface components {
                 reason: string;
             }[];
         };
+        /**
+         * @description Where the destination's repository is kept, as the server is configured now: `s3` in S3-compatible object storage (off this server), `local` in a directory on the server's own disks. Out of the box `cloud` is `local` until the operator configures object storage for it: show this to users before calling a backup off-site. `null` when the destination is no longer configured on the server.
+         * @example s3
+         * @enum {string|null}
+         */
+        DestinationKind: "s3" | "local" | null;
         /** @description A backup job and, once completed, the snapshot it produced. Its `id` is the handle for restores and file listings. */
         BackupJob: {
             id: components["schemas"]["BackupId"];
@@ -566,6 +839,7 @@ export interface components {
             finished_at: components["schemas"]["NullableDateTime"];
             error: components["schemas"]["JobError"];
             warnings: components["schemas"]["JobWarnings"];
+            destination_kind: components["schemas"]["DestinationKind"];
         };
         /** @description One page of the caller's backup jobs, newest first. */
         BackupList: {
@@ -607,6 +881,19 @@ export interface components {
         /** @description Success envelope whose `data` is a backup job. */
         BackupJobEnvelope: components["schemas"]["SuccessEnvelope"] & {
             data: components["schemas"]["BackupJob"];
+        };
+        /** @description A backup that was deleted: its snapshot and its file listing are gone, and `GET /backup/{id}` answers `404`. The data it alone used stays in the repository until the next prune. */
+        DeletedBackup: {
+            id: components["schemas"]["BackupId"];
+            /**
+             * Format: date-time
+             * @description When it was deleted (ISO 8601, UTC).
+             */
+            deleted_at: string;
+        };
+        /** @description Success envelope whose `data` is the deleted backup. */
+        DeletedBackupEnvelope: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["DeletedBackup"];
         };
         /**
          * @description What to do when a file to restore already exists in the target:
@@ -726,38 +1013,6 @@ export interface components {
         FileListEnvelope: components["schemas"]["SuccessEnvelope"] & {
             data: components["schemas"]["FileList"];
         };
-        /** @description Result of one dependency check. */
-        HealthCheck: {
-            /**
-             * @description `ok` when the dependency answered correctly, `failed` otherwise.
-             * @enum {string}
-             */
-            status: "ok" | "failed";
-            /**
-             * @description Milliseconds the check took (until the failure, for a failed check; checks give up after 1000 ms).
-             * @example 2
-             */
-            latency_ms: number;
-        };
-        /** @description The TLS certificate the server presents, when it serves HTTPS itself (absent behind a TLS-terminating proxy). `failed` from 14 days before `expires_at` on, so `status` turns `degraded` in time to renew; a renewed certificate is picked up without a restart. */
-        CertificateCheck: {
-            /**
-             * @description `ok` while the certificate is valid for more than 14 days, `failed` from then on.
-             * @enum {string}
-             */
-            status: "ok" | "failed";
-            /**
-             * @description Milliseconds the check took (it reads the certificate in memory, so 0).
-             * @example 0
-             */
-            latency_ms: number;
-            /**
-             * Format: date-time
-             * @description When the served certificate expires (its notAfter, UTC).
-             * @example 2027-02-18T23:59:59.000Z
-             */
-            expires_at: string;
-        };
         /** @description Health of the service. Holds no account data. */
         SystemStatus: {
             /**
@@ -780,14 +1035,7 @@ export interface components {
              * @description Server clock (ISO 8601, UTC); compare with your own clock to spot skew.
              */
             time: string;
-            /** @description One entry per dependency. */
-            checks: {
-                /** @description The metadata database (a read query). */
-                database: components["schemas"]["HealthCheck"];
-                /** @description The data directory holding the repositories (a write and read of a probe file). */
-                storage: components["schemas"]["HealthCheck"];
-                certificate?: components["schemas"]["CertificateCheck"];
-            };
+            checks: components["schemas"]["HealthChecks"];
             /** @description Jobs of all accounts, counted without detail. */
             jobs: {
                 /** @description Backup and restore jobs waiting for a worker. */
@@ -795,10 +1043,288 @@ export interface components {
                 /** @description Backup and restore jobs being worked on. */
                 running: number;
             };
+            /** @description The destinations a backup may name, by name, with where each is kept (`destination_kind` on backup jobs). Locations, buckets and credentials are not shown. */
+            destinations: {
+                name: components["schemas"]["Destination"];
+                /**
+                 * @description `s3`: S3-compatible object storage, off this server; `local`: a directory on its own disks.
+                 * @enum {string}
+                 */
+                kind: "s3" | "local";
+            }[];
         };
         /** @description Success envelope whose `data` is the system status. */
         SystemStatusEnvelope: components["schemas"]["SuccessEnvelope"] & {
             data: components["schemas"]["SystemStatus"];
+        };
+        /**
+         * @description A retention policy and the backups it applies to: the completed backups of the caller's account, of one `source` and/or one `destination` when given, else all of them, grouped by source and destination. Within each group the rules work as restic's `forget`: every rule walks the group's backups from the newest (by `started_at`) and keeps the newest backup of each of its periods, until it has kept N; a backup kept by any rule is kept, every other one is deleted as by `DELETE /backup/{id}`. Periods are calendar hours, days, ISO weeks, months and years in UTC, counted only when they hold a backup (a gap of three days with no backup does not use up `keep_daily`).
+         *     Example: daily backups for 60 days and `{"keep_last": 2, "keep_daily": 7, "keep_weekly": 4}` keep the 7 newest days' backups (the 2 newest are among them) and the newest backup of each of the 4 newest weeks: 9 backups in all when the newest falls on a Friday. Failed and cancelled backups hold no snapshot and are left alone. At least one `keep_` rule is required: a policy never deletes everything.
+         */
+        RetentionRequest: {
+            /** @description Only backups of this source path (as their requests gave it). */
+            source?: components["schemas"]["AbsolutePath"];
+            /** @description Only backups in this destination. */
+            destination?: components["schemas"]["Destination"];
+            /** @description Keep the newest N backups. */
+            keep_last?: number;
+            /** @description Keep the newest backup of each of the last N hours that have one. */
+            keep_hourly?: number;
+            /** @description Keep the newest backup of each of the last N days that have one. */
+            keep_daily?: number;
+            /** @description Keep the newest backup of each of the last N ISO weeks (Monday to Sunday) that have one. */
+            keep_weekly?: number;
+            /** @description Keep the newest backup of each of the last N months that have one. */
+            keep_monthly?: number;
+            /** @description Keep the newest backup of each of the last N years that have one. */
+            keep_yearly?: number;
+            /**
+             * @description Answer what would be kept and deleted, and why, without deleting anything.
+             * @default false
+             */
+            dry_run?: boolean;
+        };
+        /** @description What the policy keeps and deletes, per source and destination, newest first. With `dry_run` nothing was deleted; otherwise every backup under `forget` is deleted (their data is reclaimed by the next prune). */
+        RetentionResult: {
+            /** @description Whether this was only a preview. */
+            dry_run: boolean;
+            /** @description Backups kept, over all groups. */
+            kept: number;
+            /** @description Backups deleted (or, in a dry run, that would be), over all groups. */
+            forgotten: number;
+            /** @description One entry per source and destination that has completed backups. */
+            groups: {
+                source: components["schemas"]["AbsolutePath"];
+                destination: components["schemas"]["Destination"];
+                /** @description The backups kept, newest first, each with the rules that keep it. */
+                keep: {
+                    backup_id: components["schemas"]["BackupId"];
+                    /**
+                     * Format: date-time
+                     * @description When the backup started (its snapshot time).
+                     */
+                    started_at: string;
+                    /** @description The rules that keep it. */
+                    reasons: ("last" | "hourly" | "daily" | "weekly" | "monthly" | "yearly")[];
+                }[];
+                /** @description The backups deleted (or that would be), newest first. */
+                forget: {
+                    backup_id: components["schemas"]["BackupId"];
+                    /**
+                     * Format: date-time
+                     * @description When the backup started (its snapshot time).
+                     */
+                    started_at: string;
+                }[];
+            }[];
+        };
+        /** @description Success envelope whose `data` is the outcome of a retention policy. */
+        RetentionResultEnvelope: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["RetentionResult"];
+        };
+        /** @description Which repository to prune, and whether only to answer the cost. */
+        CreatePruneRequest: {
+            /** @default cloud */
+            destination?: components["schemas"]["Destination"];
+            /**
+             * @description Answer the cost (`result`: bytes to delete, bytes to rewrite, packs touched, bytes that will remain) and change nothing.
+             * @default false
+             */
+            dry_run?: boolean;
+        };
+        /**
+         * @description Maintenance job id (a prune or a check), `mnt_` followed by a 26-character ULID (Crockford base32, upper case). Opaque.
+         * @example mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA
+         */
+        MaintenanceId: string;
+        /** @description What a prune did or, with `dry_run`, what it would do. Packs whose used bytes are below half of their size are rewritten: their used data is copied into new packs and they are deleted; packs with more used data keep their unused bytes until they cross that line. */
+        PruneResult: {
+            /** @description Whether this only answered the cost. */
+            dry_run: boolean;
+            /** @description Snapshots whose data was kept. */
+            backups: number;
+            /** @description Packs deleted whole (nothing in them is used, or interrupted backups left them). */
+            packs_deleted: number;
+            /** @description Packs mostly unused whose used data is copied to new packs before they are deleted. */
+            packs_rewritten: number;
+            /** @description Packs left as they are. */
+            packs_kept: number;
+            /**
+             * Format: int64
+             * @description Bytes removed from the storage (packs deleted or rewritten, replaced index files, leftovers of interrupted writes).
+             */
+            bytes_deleted: number;
+            /**
+             * Format: int64
+             * @description Used bytes copied out of rewritten packs; each is read once and written once.
+             */
+            bytes_rewritten: number;
+            /**
+             * Format: int64
+             * @description Bytes of new packs and index files (an estimate in a dry run).
+             */
+            bytes_written: number;
+            /**
+             * Format: int64
+             * @description What the repository occupied when the prune started.
+             */
+            bytes_before: number;
+            /**
+             * Format: int64
+             * @description What the repository occupies afterwards (in a dry run, will occupy).
+             */
+            bytes_remaining: number;
+        };
+        /** @description What a check found. The structure is always verified (every backup's directories readable, every chunk they use present in the index, every index entry inside an existing pack); with `read_data` or `read_data_subset` the packs read are hashed and every chunk in them is decrypted and matched with its id. Each problem names the backups and paths it affects. */
+        CheckResult: {
+            /** @description No problem found (the job is then `completed`; otherwise `failed` with `CORRUPT_DATA`). */
+            ok: boolean;
+            /** @description Snapshots whose structure was verified. */
+            backups_checked: number;
+            /** @description Packs the index lists (each checked to exist and be long enough). */
+            packs_checked: number;
+            /** @description Packs read and authenticated. */
+            packs_read: number;
+            /**
+             * Format: int64
+             * @description Bytes read for that.
+             */
+            bytes_read: number;
+            /** @description What is wrong, for people (the first 100; `count` is the total). */
+            problems: {
+                /** @description Problems found in all. */
+                count: number;
+                /** @description The first 100 of them. */
+                items: {
+                    /** @description What is wrong, in English. */
+                    message: string;
+                }[];
+            };
+            /** @description Every backup a problem affects, with the affected paths. */
+            affected: {
+                /** @description The backup; `null` for a snapshot no backup of this account records. */
+                backup_id: components["schemas"]["BackupId"] | null;
+                /** @description Its root cannot be read, so nothing of it can be restored. */
+                whole_backup: boolean;
+                /** @description The first 100 files (using damaged or missing data) and directories (whose listing is damaged or missing) affected. */
+                paths: components["schemas"]["RelativePath"][];
+                /** @description Affected paths in all. */
+                path_count: number;
+            }[];
+            /**
+             * Format: int64
+             * @description Bytes of packs no index lists (left by interrupted backups or prunes; the next prune removes them). Not a problem.
+             */
+            unreferenced_bytes: number;
+            /**
+             * Format: int64
+             * @description Stored bytes no backup uses (a prune would reclaim them, less what stays in packs mostly used). Not a problem.
+             */
+            reclaimable_bytes: number;
+        };
+        /** @description A prune or a check of one repository (the caller's account in one destination), requested or run by the server's schedule. Backups and restores of the repository go on while it runs; two maintenance jobs never run on one repository at once. */
+        MaintenanceJob: {
+            id: components["schemas"]["MaintenanceId"];
+            /**
+             * @description `prune` removes what no backup uses; `check` verifies the repository.
+             * @enum {string}
+             */
+            kind: "prune" | "check";
+            status: components["schemas"]["JobStatus"];
+            destination: components["schemas"]["Destination"];
+            /**
+             * @description Whether a request or the server's maintenance schedule started it.
+             * @enum {string}
+             */
+            trigger: "request" | "schedule";
+            /** @description The options it runs with (those of the other kind are at their defaults). */
+            options: {
+                /** @description Prune only answers the cost. */
+                dry_run: boolean;
+                /** @description Check reads every pack. */
+                read_data: boolean;
+                /** @description Share of the packs a check reads, or `null`. */
+                read_data_subset: string | null;
+            };
+            /** @description Where it is. A prune goes `marking` (what backups use) → `waiting` (for backups that started before it) → `repacking` → `deleting`; a check `structure` → `data`. Packs count the packs of the current phase. */
+            progress: {
+                /** @description The current phase; `null` while queued. */
+                phase: ("marking" | "waiting" | "repacking" | "deleting" | "structure" | "data") | null;
+                /** @description Packs of the phase done. */
+                packs_done: number;
+                /** @description Packs of the phase in all (0 when not known or none). */
+                packs_total: number;
+            };
+            /** @description What it did, once it ended (`null` before): a `PruneResult` for a prune, a `CheckResult` for a check (also when the check `failed` with `CORRUPT_DATA`). */
+            result: components["schemas"]["PruneResult"] | components["schemas"]["CheckResult"] | null;
+            /** @description Whole seconds from `started_at` to `finished_at` (so far while running). */
+            duration_seconds: number;
+            /**
+             * Format: date-time
+             * @description When the job was accepted (ISO 8601, UTC).
+             */
+            created_at: string;
+            /** @description When a worker started it; `null` while queued. */
+            started_at: components["schemas"]["NullableDateTime"];
+            /** @description When it reached a final status; `null` until then. */
+            finished_at: components["schemas"]["NullableDateTime"];
+            error: components["schemas"]["JobError"];
+        };
+        /** @description Success envelope whose `data` is a maintenance job. */
+        MaintenanceJobEnvelope: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["MaintenanceJob"];
+        };
+        /** @description Which repository to check, and how much of its data to read. */
+        CreateCheckRequest: {
+            /** @default cloud */
+            destination?: components["schemas"]["Destination"];
+            /**
+             * @description Read and authenticate every pack of stored data (as long as reading the whole repository takes).
+             * @default false
+             */
+            read_data?: boolean;
+            /**
+             * @description Read and authenticate this share of the packs, picked at random each time (so repeated checks cover everything), for example `10%`. Ignored when `read_data` is true.
+             * @example 10%
+             */
+            read_data_subset?: string;
+        };
+        /** @description What the caller's backups hold and occupy, per destination. */
+        Usage: {
+            /** @description Every configured destination, also those without backups (all figures 0). */
+            destinations: {
+                destination: components["schemas"]["Destination"];
+                /** @description Completed backups kept there. */
+                backups: number;
+                /**
+                 * Format: int64
+                 * @description File content of those backups as read from the sources, each backup counted whole (the sum of their `size_bytes`).
+                 */
+                logical_bytes: number;
+                /**
+                 * Format: int64
+                 * @description What the repository really occupies on its storage, all data and metadata.
+                 */
+                stored_bytes: number;
+                /**
+                 * @description `logical_bytes` over the unique file content stored (1 when nothing is shared).
+                 * @example 6.4
+                 */
+                deduplication_ratio: number;
+                /**
+                 * @description Unique file content over the bytes it takes once compressed and encrypted (1 for data that does not compress).
+                 * @example 1.8
+                 */
+                compression_ratio: number;
+                /** @description Bytes the last prune dry run said a prune would delete; `null` before any. */
+                reclaimable_bytes: number | null;
+                /** @description When that dry run ended; `null` before any. */
+                reclaimable_as_of: components["schemas"]["NullableDateTime"];
+            }[];
+        };
+        /** @description Success envelope whose `data` is the account's storage usage. */
+        UsageEnvelope: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["Usage"];
         };
     };
     responses: {
@@ -905,6 +1431,35 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description `RATE_LIMITED`: the account's limit of the current window is used up (`X-RateLimit-Remaining: 0`); wait `Retry-After` seconds. `QUEUE_FULL`: the account already has as many jobs queued (not yet running) as the operator allows (100 unless configured; `details.queue_limit`); the job was not created; retry after `Retry-After` seconds, once queued jobs have run (or cancel some). Nothing was done in either case. */
+        RateLimitedOrQueueFull: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `STORAGE_FULL`: the server has no space left where this request would be recorded (the disk of its database). Nothing was kept. Retry once the operator has freed space; what was stored before is unaffected. */
+        StorageFull: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
     };
     parameters: {
         /** @description Optional id of your own for this request, to correlate your logs with the server's. When it is 1–128 characters of `A-Za-z0-9._:-` the server uses it as the request id and echoes it in the `X-Request-Id` response header and `meta.request_id`; any other value is ignored (not an error) and the server makes its own `req_` + ULID id. */
@@ -927,6 +1482,11 @@ export interface components {
         FilesPrefix: string;
         /** @description Entries per page, 1–1000. */
         FilesLimit: number;
+        /**
+         * @description The maintenance job id (`mnt_…`). An id that is well-formed but unknown, or belongs to another account, is `404 MAINTENANCE_NOT_FOUND`; a malformed one is `400 VALIDATION_ERROR`.
+         * @example mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA
+         */
+        MaintenanceIdPath: components["schemas"]["MaintenanceId"];
     };
     requestBodies: never;
     headers: {
@@ -946,6 +1506,8 @@ export interface components {
         Location: string;
         /** @description Present only when the request asked `Prefer: wait=N` (RFC 7240) with a usable N: confirms that the answer was held until the job ended or N seconds passed (N as sent, capped at 30). Absent when no usable wait preference was sent; the answer then came at once. */
         "Preference-Applied": string;
+        /** @description Where the created maintenance job can be read: an absolute-path reference to `GET /maintenance/{id}`, including the `/api/v1` prefix. */
+        MaintenanceLocation: string;
     };
     pathItems: never;
 }
@@ -1153,9 +1715,10 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["RateLimitedOrQueueFull"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["StorageFull"];
         };
     };
     getBackup: {
@@ -1205,6 +1768,98 @@ export interface operations {
             403: components["responses"]["HttpsRequired"];
             /** @description `BACKUP_NOT_FOUND`: no backup with this id in the caller's account. */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteBackup: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id of your own for this request, to correlate your logs with the server's. When it is 1–128 characters of `A-Za-z0-9._:-` the server uses it as the request id and echoes it in the `X-Request-Id` response header and `meta.request_id`; any other value is ignored (not an error) and the server makes its own `req_` + ULID id. */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path: {
+                /** @description The backup job id (`bkp_…`). An id that is well-formed but unknown, or belongs to another account, is `404 BACKUP_NOT_FOUND`; a malformed one is `400 VALIDATION_ERROR`. */
+                id: components["parameters"]["BackupIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The backup was deleted. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedBackupEnvelope"];
+                };
+            };
+            /** @description `VALIDATION_ERROR`: `id` is not a well-formed backup id, or an unknown query parameter was sent. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["HttpsRequired"];
+            /** @description `BACKUP_NOT_FOUND`: no backup with this id in the caller's account (also once it is deleted). */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `JOB_NOT_FINISHED`: the backup is `queued` or `running` (`details.status`); cancel it first. Nothing changed. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `DESTINATION_UNAVAILABLE`: the backup's repository cannot be reached to remove its snapshot; nothing changed. */
+            422: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
@@ -1298,6 +1953,7 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["StorageFull"];
         };
     };
     createRestore: {
@@ -1410,9 +2066,10 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["RateLimitedOrQueueFull"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["StorageFull"];
         };
     };
     getRestore: {
@@ -1619,6 +2276,452 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+        };
+    };
+    submitRetentionPolicy: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id of your own for this request, to correlate your logs with the server's. When it is 1–128 characters of `A-Za-z0-9._:-` the server uses it as the request id and echoes it in the `X-Request-Id` response header and `meta.request_id`; any other value is ignored (not an error) and the server makes its own `req_` + ULID id. */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetentionRequest"];
+            };
+        };
+        responses: {
+            /** @description What the policy keeps and deletes (deleted already unless `dry_run`). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionResultEnvelope"];
+                };
+            };
+            /** @description `VALIDATION_ERROR`: the body breaks the schema (no `keep_` rule, a count below 1, an unknown property …). `INVALID_JSON`: the body is not JSON. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["HttpsRequired"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `DESTINATION_UNAVAILABLE`: `destination` is not configured, or a repository cannot be reached to remove snapshots (backups deleted before that stay deleted). */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createPrune: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id of your own for this request, to correlate your logs with the server's. When it is 1–128 characters of `A-Za-z0-9._:-` the server uses it as the request id and echoes it in the `X-Request-Id` response header and `meta.request_id`; any other value is ignored (not an error) and the server makes its own `req_` + ULID id. */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+                /** @description RFC 7240 preferences. `wait=N` (N whole seconds, 0–30; larger values count as 30) holds the answer until the job ends or N seconds pass, whichever comes first; the answer then carries `Preference-Applied: wait=N` and the job as it is at that moment. Still `202`: check `data.status`. Keep your client timeout above N: with the advised 30-second timeout, ask for at most `wait=25`. Preferences the server does not know, such as the mock server's `example=…`, are ignored, as RFC 7240 requires. */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreatePruneRequest"];
+            };
+        };
+        responses: {
+            /** @description The prune was accepted. `data` is the job as it is now (`queued`, or further along when `Prefer: wait` held the answer). `Location` is its URL. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Location: components["headers"]["MaintenanceLocation"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MaintenanceJobEnvelope"];
+                };
+            };
+            /** @description `VALIDATION_ERROR`: the body breaks the schema (an unknown property, a malformed value …). `INVALID_JSON`: the body is not JSON. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["HttpsRequired"];
+            /** @description `MAINTENANCE_RUNNING`: a prune or check of this destination is already queued or running (`details.job_id`); follow that one. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `DESTINATION_UNAVAILABLE`: `destination` is not configured. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimitedOrQueueFull"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createCheck: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id of your own for this request, to correlate your logs with the server's. When it is 1–128 characters of `A-Za-z0-9._:-` the server uses it as the request id and echoes it in the `X-Request-Id` response header and `meta.request_id`; any other value is ignored (not an error) and the server makes its own `req_` + ULID id. */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+                /** @description RFC 7240 preferences. `wait=N` (N whole seconds, 0–30; larger values count as 30) holds the answer until the job ends or N seconds pass, whichever comes first; the answer then carries `Preference-Applied: wait=N` and the job as it is at that moment. Still `202`: check `data.status`. Keep your client timeout above N: with the advised 30-second timeout, ask for at most `wait=25`. Preferences the server does not know, such as the mock server's `example=…`, are ignored, as RFC 7240 requires. */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreateCheckRequest"];
+            };
+        };
+        responses: {
+            /** @description The check was accepted. `data` is the job as it is now (`queued`, or further along when `Prefer: wait` held the answer). `Location` is its URL. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    Location: components["headers"]["MaintenanceLocation"];
+                    "Preference-Applied": components["headers"]["Preference-Applied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MaintenanceJobEnvelope"];
+                };
+            };
+            /** @description `VALIDATION_ERROR`: the body breaks the schema (an unknown property, a malformed value …). `INVALID_JSON`: the body is not JSON. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["HttpsRequired"];
+            /** @description `MAINTENANCE_RUNNING`: a prune or check of this destination is already queued or running (`details.job_id`); follow that one. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `DESTINATION_UNAVAILABLE`: `destination` is not configured. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimitedOrQueueFull"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getMaintenanceJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id of your own for this request, to correlate your logs with the server's. When it is 1–128 characters of `A-Za-z0-9._:-` the server uses it as the request id and echoes it in the `X-Request-Id` response header and `meta.request_id`; any other value is ignored (not an error) and the server makes its own `req_` + ULID id. */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path: {
+                /**
+                 * @description The maintenance job id (`mnt_…`). An id that is well-formed but unknown, or belongs to another account, is `404 MAINTENANCE_NOT_FOUND`; a malformed one is `400 VALIDATION_ERROR`.
+                 * @example mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA
+                 */
+                id: components["parameters"]["MaintenanceIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The maintenance job. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MaintenanceJobEnvelope"];
+                };
+            };
+            /** @description `VALIDATION_ERROR`: `id` is not a well-formed maintenance job id, or an unknown query parameter was sent. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["HttpsRequired"];
+            /** @description `MAINTENANCE_NOT_FOUND`: no maintenance job with this id in the caller's account. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelMaintenanceJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id of your own for this request, to correlate your logs with the server's. When it is 1–128 characters of `A-Za-z0-9._:-` the server uses it as the request id and echoes it in the `X-Request-Id` response header and `meta.request_id`; any other value is ignored (not an error) and the server makes its own `req_` + ULID id. */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path: {
+                /**
+                 * @description The maintenance job id (`mnt_…`). An id that is well-formed but unknown, or belongs to another account, is `404 MAINTENANCE_NOT_FOUND`; a malformed one is `400 VALIDATION_ERROR`.
+                 * @example mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA
+                 */
+                id: components["parameters"]["MaintenanceIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cancellation was accepted; `data` is the job as it is now. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MaintenanceJobEnvelope"];
+                };
+            };
+            /** @description `VALIDATION_ERROR`: `id` is not a well-formed maintenance job id, or an unknown query parameter was sent. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["HttpsRequired"];
+            /** @description `MAINTENANCE_NOT_FOUND`: no maintenance job with this id in the caller's account. */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `JOB_FINISHED`: the job already ended (`details.status` says how); nothing changed. */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id of your own for this request, to correlate your logs with the server's. When it is 1–128 characters of `A-Za-z0-9._:-` the server uses it as the request id and echoes it in the `X-Request-Id` response header and `meta.request_id`; any other value is ignored (not an error) and the server makes its own `req_` + ULID id. */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account's usage. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageEnvelope"];
+                };
+            };
+            /** @description `VALIDATION_ERROR`: an unknown query parameter was sent. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["HttpsRequired"];
+            /** @description `DESTINATION_UNAVAILABLE`: a repository cannot be reached to list what it occupies. */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

@@ -28,6 +28,8 @@ export const errorCatalogue = {
   INTERNAL_ERROR: { status: 500, in: ['response', 'job'], meaning: 'An unexpected server fault. Nothing internal is disclosed.', action: 'Retry later with backoff where the operation is safe to repeat; quote `meta.request_id` (or the job id) when reporting it.' },
   SERVICE_UNAVAILABLE: { status: 503, in: ['response'], meaning: 'The server cannot serve the request right now (its database or rate-limit store is unreachable, or it is shutting down).', action: 'Retry after `Retry-After` seconds; nothing was done.' },
   STORAGE_FULL: { status: 507, in: ['response', 'job'], meaning: 'The server has no space left where the data would be written (the repository\'s disk or quota, or its database\'s disk). Nothing half-written stays visible.', action: 'Retry once the operator has freed space; earlier backups are unaffected.' },
+  MAINTENANCE_NOT_FOUND: { status: 404, in: ['response'], meaning: 'No maintenance job (prune or check) with that id in the caller\'s account (ids of other accounts answer the same).', action: 'Check the id returned by `POST /prune` or `POST /check`.' },
+  MAINTENANCE_RUNNING: { status: 409, in: ['response', 'job'], meaning: 'A prune or check of the same repository is already queued or running (`details.job_id` when it is one of the caller\'s jobs); on a job, another server held the repository for its own prune or check.', action: 'Follow the running job, or start this one once it has ended.' },
   INTERRUPTED: { in: ['job'], meaning: 'The server (or the instance running the job) stopped while the job ran. The repository stays consistent.', action: 'Start the job again.' },
   CORRUPT_DATA: { in: ['job'], meaning: 'Stored data failed its integrity check (a restore met a damaged chunk, or a check found problems; the job names the affected backups and paths).', action: 'Restore from another backup; tell the operator, who can run a check on the repository.' },
 } as const satisfies Record<string, ErrorCatalogueEntry>;
@@ -69,9 +71,11 @@ export const ERROR_STATUS = {
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
   STORAGE_FULL: 507,
+  MAINTENANCE_NOT_FOUND: 404,
+  MAINTENANCE_RUNNING: 409,
 } as const;
 
 export type ResponseErrorCode = keyof typeof ERROR_STATUS;
 
 /** The codes a failed job's `error.code` carries. */
-export type JobErrorCode = 'SOURCE_NOT_ALLOWED' | 'TARGET_NOT_ALLOWED' | 'BACKUP_NOT_COMPLETED' | 'INVALID_SOURCE' | 'INVALID_TARGET' | 'DESTINATION_UNAVAILABLE' | 'INTERNAL_ERROR' | 'STORAGE_FULL' | 'INTERRUPTED' | 'CORRUPT_DATA';
+export type JobErrorCode = 'SOURCE_NOT_ALLOWED' | 'TARGET_NOT_ALLOWED' | 'BACKUP_NOT_COMPLETED' | 'INVALID_SOURCE' | 'INVALID_TARGET' | 'DESTINATION_UNAVAILABLE' | 'INTERNAL_ERROR' | 'STORAGE_FULL' | 'MAINTENANCE_RUNNING' | 'INTERRUPTED' | 'CORRUPT_DATA';

@@ -368,7 +368,8 @@ export const mockApis: MockApis = {
                       "warnings": {
                         "count": 0,
                         "items": []
-                      }
+                      },
+                      "destination_kind": "local"
                     },
                     {
                       "id": "bkp_01M7W436RCX4VDQHPVYC4GC41J",
@@ -397,7 +398,8 @@ export const mockApis: MockApis = {
                       "warnings": {
                         "count": 0,
                         "items": []
-                      }
+                      },
+                      "destination_kind": "s3"
                     },
                     {
                       "id": "bkp_01M7W3SPMRMFAYEKW7NHTX8GH8",
@@ -426,7 +428,8 @@ export const mockApis: MockApis = {
                       "warnings": {
                         "count": 0,
                         "items": []
-                      }
+                      },
+                      "destination_kind": "s3"
                     }
                   ],
                   "next_cursor": "eyJrIjoiMDFNN1czU1BNUk1GQVlFS1c3TkhUWDhHSDgifQ"
@@ -467,7 +470,8 @@ export const mockApis: MockApis = {
                       "warnings": {
                         "count": 0,
                         "items": []
-                      }
+                      },
+                      "destination_kind": "s3"
                     },
                     {
                       "id": "bkp_01M7PTVVK1GKWM87MSW3VB370G",
@@ -496,7 +500,8 @@ export const mockApis: MockApis = {
                       "warnings": {
                         "count": 0,
                         "items": []
-                      }
+                      },
+                      "destination_kind": "s3"
                     }
                   ],
                   "next_cursor": null
@@ -771,7 +776,8 @@ export const mockApis: MockApis = {
                   "warnings": {
                     "count": 0,
                     "items": []
-                  }
+                  },
+                  "destination_kind": "s3"
                 },
                 "meta": {
                   "request_id": "req_01M7W3SPMP08FJXSQRV156TH45",
@@ -807,7 +813,8 @@ export const mockApis: MockApis = {
                   "warnings": {
                     "count": 0,
                     "items": []
-                  }
+                  },
+                  "destination_kind": "s3"
                 },
                 "meta": {
                   "request_id": "req_01M7W3SPMP08FJXSQRV156TH45",
@@ -843,7 +850,8 @@ export const mockApis: MockApis = {
                   "warnings": {
                     "count": 0,
                     "items": []
-                  }
+                  },
+                  "destination_kind": "s3"
                 },
                 "meta": {
                   "request_id": "req_01M7W45M0G0339SVYA6PND3CQY",
@@ -1107,6 +1115,20 @@ export const mockApis: MockApis = {
                   "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
                   "timestamp": "2026-11-20T09:50:00.001Z"
                 }
+              },
+              "queue-full": {
+                "success": false,
+                "error": {
+                  "code": "QUEUE_FULL",
+                  "message": "Your account already has 100 jobs queued, the most it may; retry once some have run.",
+                  "details": {
+                    "queue_limit": 100
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.008Z"
+                }
               }
             }
           },
@@ -1153,6 +1175,29 @@ export const mockApis: MockApis = {
                 "meta": {
                   "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
                   "timestamp": "2026-11-20T09:50:00.006Z"
+                }
+              }
+            }
+          },
+          "507": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "storage-full": {
+                "success": false,
+                "error": {
+                  "code": "STORAGE_FULL",
+                  "message": "The server has no space left to record this request; nothing was kept.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.007Z"
                 }
               }
             }
@@ -1214,7 +1259,8 @@ export const mockApis: MockApis = {
                   "warnings": {
                     "count": 0,
                     "items": []
-                  }
+                  },
+                  "destination_kind": "s3"
                 },
                 "meta": {
                   "request_id": "req_01M7W3V5STFZCWAKZ3JQPM1BAR",
@@ -1259,7 +1305,8 @@ export const mockApis: MockApis = {
                         "reason": "permission denied"
                       }
                     ]
-                  }
+                  },
+                  "destination_kind": "s3"
                 },
                 "meta": {
                   "request_id": "req_01M7W3Y9K0S1RPD3ZQ2GE4HTM6",
@@ -1295,7 +1342,8 @@ export const mockApis: MockApis = {
                   "warnings": {
                     "count": 0,
                     "items": []
-                  }
+                  },
+                  "destination_kind": "s3"
                 },
                 "meta": {
                   "request_id": "req_01M7W45M0G0339SVYA6PND3CQY",
@@ -1331,7 +1379,8 @@ export const mockApis: MockApis = {
                   "warnings": {
                     "count": 0,
                     "items": []
-                  }
+                  },
+                  "destination_kind": "local"
                 },
                 "meta": {
                   "request_id": "req_01M7W59MKPHX6RB1T3EPQAA482",
@@ -1370,7 +1419,8 @@ export const mockApis: MockApis = {
                   "warnings": {
                     "count": 0,
                     "items": []
-                  }
+                  },
+                  "destination_kind": "local"
                 },
                 "meta": {
                   "request_id": "req_01M7W5GMB0SX8TXT90D25VCCJ4",
@@ -1406,7 +1456,8 @@ export const mockApis: MockApis = {
                   "warnings": {
                     "count": 0,
                     "items": []
-                  }
+                  },
+                  "destination_kind": "local"
                 },
                 "meta": {
                   "request_id": "req_01M7W5GMB0SX8TXT90D25VCCJ4",
@@ -1613,6 +1664,293 @@ export const mockApis: MockApis = {
           }
         }
       },
+      "deleteBackup": {
+        "method": "delete",
+        "path": "/backup/{id}",
+        "secured": true,
+        "rateLimit": {
+          "scope": "account",
+          "windowSeconds": 3600,
+          "limits": {
+            "free_trial": 100,
+            "pro": 1000,
+            "business": 10000
+          }
+        },
+        "requestBody": null,
+        "query": [],
+        "queryDefaults": {},
+        "responses": {
+          "200": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "deleted": {
+                "success": true,
+                "data": {
+                  "id": "bkp_01M7W3SPMRMFAYEKW7NHTX8GH8",
+                  "deleted_at": "2026-11-20T10:15:00.001Z"
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "400": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "malformed-id": {
+                "success": false,
+                "error": {
+                  "code": "VALIDATION_ERROR",
+                  "message": "Request validation failed: 1 problem.",
+                  "details": {
+                    "errors": [
+                      {
+                        "path": "/path/id",
+                        "message": "must match pattern \"^bkp_[0-7][0-9A-HJKMNP-TV-Z]{25}$\""
+                      }
+                    ]
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.004Z"
+                }
+              }
+            }
+          },
+          "401": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "missing-token": {
+                "success": false,
+                "error": {
+                  "code": "UNAUTHORIZED",
+                  "message": "Missing bearer token. Send Authorization Bearer with a token from POST /auth/token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.003Z"
+                }
+              },
+              "invalid-token": {
+                "success": false,
+                "error": {
+                  "code": "UNAUTHORIZED",
+                  "message": "Invalid bearer token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5STRWZZCN9RSMVK12D6TC",
+                  "timestamp": "2026-11-20T09:50:01.502Z"
+                }
+              },
+              "token-expired": {
+                "success": false,
+                "error": {
+                  "code": "TOKEN_EXPIRED",
+                  "message": "The bearer token expired at 2026-11-20T09:29:58Z. Request a new one from POST /auth/token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SVYCDH1XJTJ7K5KRH1GC",
+                  "timestamp": "2026-11-20T09:50:02.701Z"
+                }
+              }
+            }
+          },
+          "403": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "https-required": {
+                "success": false,
+                "error": {
+                  "code": "HTTPS_REQUIRED",
+                  "message": "Only HTTPS is served; call the https:// address. Nothing was done.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.007Z"
+                }
+              }
+            }
+          },
+          "404": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "backup-not-found": {
+                "success": false,
+                "error": {
+                  "code": "BACKUP_NOT_FOUND",
+                  "message": "Backup not found.",
+                  "details": {
+                    "backup_id": "bkp_01M7W4ZZ2KQ5X8N3V6T1R9P4HD"
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.004Z"
+                }
+              }
+            }
+          },
+          "409": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "not-finished": {
+                "success": false,
+                "error": {
+                  "code": "JOB_NOT_FINISHED",
+                  "message": "Backup job is running; cancel it first, then delete it.",
+                  "details": {
+                    "status": "running"
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "422": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "destination-unavailable": {
+                "success": false,
+                "error": {
+                  "code": "DESTINATION_UNAVAILABLE",
+                  "message": "Destination \"offsite\" is not configured on this server.",
+                  "details": {
+                    "destination": "offsite"
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.004Z"
+                }
+              }
+            }
+          },
+          "429": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Retry-After"
+            ],
+            "examples": {
+              "rate-limited": {
+                "success": false,
+                "error": {
+                  "code": "RATE_LIMITED",
+                  "message": "Rate limit exceeded. Retry after the number of seconds in the Retry-After header.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.001Z"
+                }
+              }
+            }
+          },
+          "500": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "internal-error": {
+                "success": false,
+                "error": {
+                  "code": "INTERNAL_ERROR",
+                  "message": "An unexpected error occurred. Quote the request id when reporting it.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.019Z"
+                }
+              }
+            }
+          },
+          "503": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Retry-After"
+            ],
+            "examples": {
+              "service-unavailable": {
+                "success": false,
+                "error": {
+                  "code": "SERVICE_UNAVAILABLE",
+                  "message": "The service is temporarily unavailable. Retry after 5 seconds.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.006Z"
+                }
+              }
+            }
+          }
+        }
+      },
       "cancelBackup": {
         "method": "post",
         "path": "/backup/{id}/cancel",
@@ -1668,7 +2006,8 @@ export const mockApis: MockApis = {
                   "warnings": {
                     "count": 0,
                     "items": []
-                  }
+                  },
+                  "destination_kind": "s3"
                 },
                 "meta": {
                   "request_id": "req_01M7W45M0G0339SVYA6PND3CQY",
@@ -1704,7 +2043,8 @@ export const mockApis: MockApis = {
                   "warnings": {
                     "count": 0,
                     "items": []
-                  }
+                  },
+                  "destination_kind": "local"
                 },
                 "meta": {
                   "request_id": "req_01M7W5GMB0SX8TXT90D25VCCJ4",
@@ -1930,6 +2270,29 @@ export const mockApis: MockApis = {
                 "meta": {
                   "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
                   "timestamp": "2026-11-20T09:50:00.006Z"
+                }
+              }
+            }
+          },
+          "507": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "storage-full": {
+                "success": false,
+                "error": {
+                  "code": "STORAGE_FULL",
+                  "message": "The server has no space left to record this request; nothing was kept.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.007Z"
                 }
               }
             }
@@ -2334,6 +2697,20 @@ export const mockApis: MockApis = {
                   "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
                   "timestamp": "2026-11-20T09:50:00.001Z"
                 }
+              },
+              "queue-full": {
+                "success": false,
+                "error": {
+                  "code": "QUEUE_FULL",
+                  "message": "Your account already has 100 jobs queued, the most it may; retry once some have run.",
+                  "details": {
+                    "queue_limit": 100
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.008Z"
+                }
               }
             }
           },
@@ -2380,6 +2757,29 @@ export const mockApis: MockApis = {
                 "meta": {
                   "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
                   "timestamp": "2026-11-20T09:50:00.006Z"
+                }
+              }
+            }
+          },
+          "507": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "storage-full": {
+                "success": false,
+                "error": {
+                  "code": "STORAGE_FULL",
+                  "message": "The server has no space left to record this request; nothing was kept.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.007Z"
                 }
               }
             }
@@ -3061,13 +3461,65 @@ export const mockApis: MockApis = {
                     },
                     "storage": {
                       "status": "ok",
-                      "latency_ms": 3
+                      "latency_ms": 3,
+                      "free_bytes": 52613349376
                     }
                   },
                   "jobs": {
                     "queued": 1,
                     "running": 1
-                  }
+                  },
+                  "destinations": [
+                    {
+                      "name": "cloud",
+                      "kind": "local"
+                    },
+                    {
+                      "name": "local",
+                      "kind": "local"
+                    }
+                  ]
+                },
+                "meta": {
+                  "request_id": "req_01M7W5GMB0SX8TXT90D25VCCJ4",
+                  "timestamp": "2026-11-20T09:45:00.000Z"
+                }
+              },
+              "object-store": {
+                "success": true,
+                "data": {
+                  "status": "ok",
+                  "version": "1.0.0",
+                  "uptime_seconds": 86400,
+                  "time": "2026-11-20T09:45:00.000Z",
+                  "checks": {
+                    "database": {
+                      "status": "ok",
+                      "latency_ms": 1
+                    },
+                    "storage": {
+                      "status": "ok",
+                      "latency_ms": 3
+                    },
+                    "object_store": {
+                      "status": "ok",
+                      "latency_ms": 42
+                    }
+                  },
+                  "jobs": {
+                    "queued": 1,
+                    "running": 1
+                  },
+                  "destinations": [
+                    {
+                      "name": "cloud",
+                      "kind": "s3"
+                    },
+                    {
+                      "name": "local",
+                      "kind": "local"
+                    }
+                  ]
                 },
                 "meta": {
                   "request_id": "req_01M7W5GMB0SX8TXT90D25VCCJ4",
@@ -3094,7 +3546,17 @@ export const mockApis: MockApis = {
                   "jobs": {
                     "queued": 3,
                     "running": 0
-                  }
+                  },
+                  "destinations": [
+                    {
+                      "name": "cloud",
+                      "kind": "local"
+                    },
+                    {
+                      "name": "local",
+                      "kind": "local"
+                    }
+                  ]
                 },
                 "meta": {
                   "request_id": "req_01M7W5GMB0SX8TXT90D25VCCJ4",
@@ -3126,11 +3588,59 @@ export const mockApis: MockApis = {
                   "jobs": {
                     "queued": 0,
                     "running": 1
-                  }
+                  },
+                  "destinations": [
+                    {
+                      "name": "cloud",
+                      "kind": "s3"
+                    },
+                    {
+                      "name": "local",
+                      "kind": "local"
+                    }
+                  ]
                 },
                 "meta": {
                   "request_id": "req_01M7W5GMB0SX8TXT90D25VCCJ4",
                   "timestamp": "2026-11-20T09:45:00.000Z"
+                }
+              },
+              "low-space": {
+                "success": true,
+                "data": {
+                  "status": "degraded",
+                  "version": "1.1.0",
+                  "uptime_seconds": 86460,
+                  "time": "2026-11-20T09:46:00.000Z",
+                  "checks": {
+                    "database": {
+                      "status": "ok",
+                      "latency_ms": 1
+                    },
+                    "storage": {
+                      "status": "failed",
+                      "latency_ms": 2,
+                      "free_bytes": 12582912
+                    }
+                  },
+                  "jobs": {
+                    "queued": 2,
+                    "running": 1
+                  },
+                  "destinations": [
+                    {
+                      "name": "cloud",
+                      "kind": "local"
+                    },
+                    {
+                      "name": "local",
+                      "kind": "local"
+                    }
+                  ]
+                },
+                "meta": {
+                  "request_id": "req_01M7W5GMB0SX8TXT90D25VCCJ4",
+                  "timestamp": "2026-11-20T09:46:00.003Z"
                 }
               }
             }
@@ -3198,6 +3708,2087 @@ export const mockApis: MockApis = {
                 "meta": {
                   "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
                   "timestamp": "2026-11-20T09:50:00.019Z"
+                }
+              }
+            }
+          }
+        }
+      },
+      "submitRetentionPolicy": {
+        "method": "post",
+        "path": "/retention",
+        "secured": true,
+        "rateLimit": {
+          "scope": "account",
+          "windowSeconds": 3600,
+          "limits": {
+            "free_trial": 100,
+            "pro": 1000,
+            "business": 10000
+          }
+        },
+        "requestBody": {
+          "required": true,
+          "defaults": {
+            "dry_run": false
+          },
+          "properties": [
+            "source",
+            "destination",
+            "keep_last",
+            "keep_hourly",
+            "keep_daily",
+            "keep_weekly",
+            "keep_monthly",
+            "keep_yearly",
+            "dry_run"
+          ],
+          "requiredProperties": []
+        },
+        "query": [],
+        "queryDefaults": {},
+        "responses": {
+          "200": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "dry-run": {
+                "success": true,
+                "data": {
+                  "dry_run": true,
+                  "kept": 3,
+                  "forgotten": 1,
+                  "groups": [
+                    {
+                      "source": "/home/user/documents",
+                      "destination": "cloud",
+                      "keep": [
+                        {
+                          "backup_id": "bkp_01M7W4Q7RESBQED2BW6MPD9216",
+                          "started_at": "2026-11-20T09:31:08.102Z",
+                          "reasons": [
+                            "daily",
+                            "weekly"
+                          ]
+                        },
+                        {
+                          "backup_id": "bkp_01M7TZ8D1W2R9XGJ4V0Q5N6HKA",
+                          "started_at": "2026-11-19T09:30:11.540Z",
+                          "reasons": [
+                            "daily"
+                          ]
+                        },
+                        {
+                          "backup_id": "bkp_01M7ES2K7H3V0N5Q8R1T4W6YZB",
+                          "started_at": "2026-11-12T09:30:02.003Z",
+                          "reasons": [
+                            "weekly"
+                          ]
+                        }
+                      ],
+                      "forget": [
+                        {
+                          "backup_id": "bkp_01M7TZ12QKXW4V3M9N0R8B7C6D",
+                          "started_at": "2026-11-19T02:00:09.871Z"
+                        }
+                      ]
+                    }
+                  ]
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "400": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "no-rule": {
+                "success": false,
+                "error": {
+                  "code": "VALIDATION_ERROR",
+                  "message": "Request validation failed: 1 problem.",
+                  "details": {
+                    "errors": [
+                      {
+                        "path": "/body",
+                        "message": "give at least one of keep_last, keep_hourly, keep_daily, keep_weekly, keep_monthly, keep_yearly"
+                      }
+                    ]
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              },
+              "invalid-json": {
+                "success": false,
+                "error": {
+                  "code": "INVALID_JSON",
+                  "message": "Request body is not valid JSON: unexpected end of input at position 41.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.004Z"
+                }
+              }
+            }
+          },
+          "401": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "missing-token": {
+                "success": false,
+                "error": {
+                  "code": "UNAUTHORIZED",
+                  "message": "Missing bearer token. Send Authorization Bearer with a token from POST /auth/token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.003Z"
+                }
+              },
+              "invalid-token": {
+                "success": false,
+                "error": {
+                  "code": "UNAUTHORIZED",
+                  "message": "Invalid bearer token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5STRWZZCN9RSMVK12D6TC",
+                  "timestamp": "2026-11-20T09:50:01.502Z"
+                }
+              },
+              "token-expired": {
+                "success": false,
+                "error": {
+                  "code": "TOKEN_EXPIRED",
+                  "message": "The bearer token expired at 2026-11-20T09:29:58Z. Request a new one from POST /auth/token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SVYCDH1XJTJ7K5KRH1GC",
+                  "timestamp": "2026-11-20T09:50:02.701Z"
+                }
+              }
+            }
+          },
+          "403": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "https-required": {
+                "success": false,
+                "error": {
+                  "code": "HTTPS_REQUIRED",
+                  "message": "Only HTTPS is served; call the https:// address. Nothing was done.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.007Z"
+                }
+              }
+            }
+          },
+          "413": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "payload-too-large": {
+                "success": false,
+                "error": {
+                  "code": "PAYLOAD_TOO_LARGE",
+                  "message": "Request body exceeds 65536 bytes.",
+                  "details": {
+                    "limit_bytes": 65536
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.002Z"
+                }
+              }
+            }
+          },
+          "415": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "unsupported-media-type": {
+                "success": false,
+                "error": {
+                  "code": "UNSUPPORTED_MEDIA_TYPE",
+                  "message": "Content-Type must be application/json, got text/plain.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.002Z"
+                }
+              }
+            }
+          },
+          "422": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "destination-unavailable": {
+                "success": false,
+                "error": {
+                  "code": "DESTINATION_UNAVAILABLE",
+                  "message": "Destination \"offsite\" is not configured on this server.",
+                  "details": {
+                    "destination": "offsite"
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.004Z"
+                }
+              }
+            }
+          },
+          "429": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Retry-After"
+            ],
+            "examples": {
+              "rate-limited": {
+                "success": false,
+                "error": {
+                  "code": "RATE_LIMITED",
+                  "message": "Rate limit exceeded. Retry after the number of seconds in the Retry-After header.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.001Z"
+                }
+              }
+            }
+          },
+          "500": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "internal-error": {
+                "success": false,
+                "error": {
+                  "code": "INTERNAL_ERROR",
+                  "message": "An unexpected error occurred. Quote the request id when reporting it.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.019Z"
+                }
+              }
+            }
+          },
+          "503": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Retry-After"
+            ],
+            "examples": {
+              "service-unavailable": {
+                "success": false,
+                "error": {
+                  "code": "SERVICE_UNAVAILABLE",
+                  "message": "The service is temporarily unavailable. Retry after 5 seconds.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.006Z"
+                }
+              }
+            }
+          }
+        }
+      },
+      "createPrune": {
+        "method": "post",
+        "path": "/prune",
+        "secured": true,
+        "rateLimit": {
+          "scope": "account",
+          "windowSeconds": 3600,
+          "limits": {
+            "free_trial": 100,
+            "pro": 1000,
+            "business": 10000
+          }
+        },
+        "requestBody": {
+          "required": false,
+          "defaults": {
+            "destination": "cloud",
+            "dry_run": false
+          },
+          "properties": [
+            "destination",
+            "dry_run"
+          ],
+          "requiredProperties": []
+        },
+        "query": [],
+        "queryDefaults": {},
+        "responses": {
+          "202": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Location",
+              "Preference-Applied"
+            ],
+            "examples": {
+              "queued": {
+                "success": true,
+                "data": {
+                  "id": "mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA",
+                  "kind": "prune",
+                  "status": "queued",
+                  "destination": "cloud",
+                  "trigger": "request",
+                  "options": {
+                    "dry_run": false,
+                    "read_data": false,
+                    "read_data_subset": null
+                  },
+                  "progress": {
+                    "phase": null,
+                    "packs_done": 0,
+                    "packs_total": 0
+                  },
+                  "result": null,
+                  "duration_seconds": 0,
+                  "created_at": "2026-11-20T10:15:00.004Z",
+                  "started_at": null,
+                  "finished_at": null,
+                  "error": null
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              },
+              "completed-after-wait": {
+                "success": true,
+                "data": {
+                  "id": "mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA",
+                  "kind": "prune",
+                  "status": "completed",
+                  "destination": "cloud",
+                  "trigger": "request",
+                  "options": {
+                    "dry_run": true,
+                    "read_data": false,
+                    "read_data_subset": null
+                  },
+                  "progress": {
+                    "phase": "marking",
+                    "packs_done": 0,
+                    "packs_total": 0
+                  },
+                  "result": {
+                    "dry_run": true,
+                    "backups": 18,
+                    "packs_deleted": 41,
+                    "packs_rewritten": 6,
+                    "packs_kept": 212,
+                    "bytes_deleted": 702545920,
+                    "bytes_rewritten": 38797312,
+                    "bytes_written": 39102464,
+                    "bytes_before": 4294967296,
+                    "bytes_remaining": 3631523840
+                  },
+                  "duration_seconds": 4,
+                  "created_at": "2026-11-20T10:15:00.004Z",
+                  "started_at": "2026-11-20T10:15:00.120Z",
+                  "finished_at": "2026-11-20T10:15:04.310Z",
+                  "error": null
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "400": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "invalid-json": {
+                "success": false,
+                "error": {
+                  "code": "INVALID_JSON",
+                  "message": "Request body is not valid JSON: unexpected end of input at position 41.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.004Z"
+                }
+              }
+            }
+          },
+          "401": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "missing-token": {
+                "success": false,
+                "error": {
+                  "code": "UNAUTHORIZED",
+                  "message": "Missing bearer token. Send Authorization Bearer with a token from POST /auth/token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.003Z"
+                }
+              },
+              "invalid-token": {
+                "success": false,
+                "error": {
+                  "code": "UNAUTHORIZED",
+                  "message": "Invalid bearer token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5STRWZZCN9RSMVK12D6TC",
+                  "timestamp": "2026-11-20T09:50:01.502Z"
+                }
+              },
+              "token-expired": {
+                "success": false,
+                "error": {
+                  "code": "TOKEN_EXPIRED",
+                  "message": "The bearer token expired at 2026-11-20T09:29:58Z. Request a new one from POST /auth/token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SVYCDH1XJTJ7K5KRH1GC",
+                  "timestamp": "2026-11-20T09:50:02.701Z"
+                }
+              }
+            }
+          },
+          "403": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "https-required": {
+                "success": false,
+                "error": {
+                  "code": "HTTPS_REQUIRED",
+                  "message": "Only HTTPS is served; call the https:// address. Nothing was done.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.007Z"
+                }
+              }
+            }
+          },
+          "409": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "busy": {
+                "success": false,
+                "error": {
+                  "code": "MAINTENANCE_RUNNING",
+                  "message": "A prune of destination cloud is already queued or running.",
+                  "details": {
+                    "job_id": "mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA",
+                    "destination": "cloud"
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "413": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "payload-too-large": {
+                "success": false,
+                "error": {
+                  "code": "PAYLOAD_TOO_LARGE",
+                  "message": "Request body exceeds 65536 bytes.",
+                  "details": {
+                    "limit_bytes": 65536
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.002Z"
+                }
+              }
+            }
+          },
+          "415": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "unsupported-media-type": {
+                "success": false,
+                "error": {
+                  "code": "UNSUPPORTED_MEDIA_TYPE",
+                  "message": "Content-Type must be application/json, got text/plain.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.002Z"
+                }
+              }
+            }
+          },
+          "422": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "destination-unavailable": {
+                "success": false,
+                "error": {
+                  "code": "DESTINATION_UNAVAILABLE",
+                  "message": "Destination \"offsite\" is not configured on this server.",
+                  "details": {
+                    "destination": "offsite"
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.004Z"
+                }
+              }
+            }
+          },
+          "429": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Retry-After"
+            ],
+            "examples": {
+              "rate-limited": {
+                "success": false,
+                "error": {
+                  "code": "RATE_LIMITED",
+                  "message": "Rate limit exceeded. Retry after the number of seconds in the Retry-After header.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.001Z"
+                }
+              },
+              "queue-full": {
+                "success": false,
+                "error": {
+                  "code": "QUEUE_FULL",
+                  "message": "Your account already has 100 jobs queued, the most it may; retry once some have run.",
+                  "details": {
+                    "queue_limit": 100
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.008Z"
+                }
+              }
+            }
+          },
+          "500": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "internal-error": {
+                "success": false,
+                "error": {
+                  "code": "INTERNAL_ERROR",
+                  "message": "An unexpected error occurred. Quote the request id when reporting it.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.019Z"
+                }
+              }
+            }
+          },
+          "503": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Retry-After"
+            ],
+            "examples": {
+              "service-unavailable": {
+                "success": false,
+                "error": {
+                  "code": "SERVICE_UNAVAILABLE",
+                  "message": "The service is temporarily unavailable. Retry after 5 seconds.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.006Z"
+                }
+              }
+            }
+          }
+        }
+      },
+      "createCheck": {
+        "method": "post",
+        "path": "/check",
+        "secured": true,
+        "rateLimit": {
+          "scope": "account",
+          "windowSeconds": 3600,
+          "limits": {
+            "free_trial": 100,
+            "pro": 1000,
+            "business": 10000
+          }
+        },
+        "requestBody": {
+          "required": false,
+          "defaults": {
+            "destination": "cloud",
+            "read_data": false
+          },
+          "properties": [
+            "destination",
+            "read_data",
+            "read_data_subset"
+          ],
+          "requiredProperties": []
+        },
+        "query": [],
+        "queryDefaults": {},
+        "responses": {
+          "202": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Location",
+              "Preference-Applied"
+            ],
+            "examples": {
+              "queued": {
+                "success": true,
+                "data": {
+                  "id": "mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA",
+                  "kind": "check",
+                  "status": "queued",
+                  "destination": "cloud",
+                  "trigger": "request",
+                  "options": {
+                    "dry_run": false,
+                    "read_data": false,
+                    "read_data_subset": "10%"
+                  },
+                  "progress": {
+                    "phase": null,
+                    "packs_done": 0,
+                    "packs_total": 0
+                  },
+                  "result": null,
+                  "duration_seconds": 0,
+                  "created_at": "2026-11-20T10:15:00.004Z",
+                  "started_at": null,
+                  "finished_at": null,
+                  "error": null
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              },
+              "completed-after-wait": {
+                "success": true,
+                "data": {
+                  "id": "mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA",
+                  "kind": "check",
+                  "status": "completed",
+                  "destination": "cloud",
+                  "trigger": "request",
+                  "options": {
+                    "dry_run": false,
+                    "read_data": false,
+                    "read_data_subset": "10%"
+                  },
+                  "progress": {
+                    "phase": "data",
+                    "packs_done": 26,
+                    "packs_total": 26
+                  },
+                  "result": {
+                    "ok": true,
+                    "backups_checked": 18,
+                    "packs_checked": 259,
+                    "packs_read": 26,
+                    "bytes_read": 421527552,
+                    "problems": {
+                      "count": 0,
+                      "items": []
+                    },
+                    "affected": [],
+                    "unreferenced_bytes": 0,
+                    "reclaimable_bytes": 660602880
+                  },
+                  "duration_seconds": 9,
+                  "created_at": "2026-11-20T10:15:00.004Z",
+                  "started_at": "2026-11-20T10:15:00.120Z",
+                  "finished_at": "2026-11-20T10:15:09.640Z",
+                  "error": null
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "400": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "invalid-json": {
+                "success": false,
+                "error": {
+                  "code": "INVALID_JSON",
+                  "message": "Request body is not valid JSON: unexpected end of input at position 41.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.004Z"
+                }
+              }
+            }
+          },
+          "401": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "missing-token": {
+                "success": false,
+                "error": {
+                  "code": "UNAUTHORIZED",
+                  "message": "Missing bearer token. Send Authorization Bearer with a token from POST /auth/token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.003Z"
+                }
+              },
+              "invalid-token": {
+                "success": false,
+                "error": {
+                  "code": "UNAUTHORIZED",
+                  "message": "Invalid bearer token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5STRWZZCN9RSMVK12D6TC",
+                  "timestamp": "2026-11-20T09:50:01.502Z"
+                }
+              },
+              "token-expired": {
+                "success": false,
+                "error": {
+                  "code": "TOKEN_EXPIRED",
+                  "message": "The bearer token expired at 2026-11-20T09:29:58Z. Request a new one from POST /auth/token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SVYCDH1XJTJ7K5KRH1GC",
+                  "timestamp": "2026-11-20T09:50:02.701Z"
+                }
+              }
+            }
+          },
+          "403": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "https-required": {
+                "success": false,
+                "error": {
+                  "code": "HTTPS_REQUIRED",
+                  "message": "Only HTTPS is served; call the https:// address. Nothing was done.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.007Z"
+                }
+              }
+            }
+          },
+          "409": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "busy": {
+                "success": false,
+                "error": {
+                  "code": "MAINTENANCE_RUNNING",
+                  "message": "A prune of destination cloud is already queued or running.",
+                  "details": {
+                    "job_id": "mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA",
+                    "destination": "cloud"
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "413": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "payload-too-large": {
+                "success": false,
+                "error": {
+                  "code": "PAYLOAD_TOO_LARGE",
+                  "message": "Request body exceeds 65536 bytes.",
+                  "details": {
+                    "limit_bytes": 65536
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.002Z"
+                }
+              }
+            }
+          },
+          "415": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "unsupported-media-type": {
+                "success": false,
+                "error": {
+                  "code": "UNSUPPORTED_MEDIA_TYPE",
+                  "message": "Content-Type must be application/json, got text/plain.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.002Z"
+                }
+              }
+            }
+          },
+          "422": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "destination-unavailable": {
+                "success": false,
+                "error": {
+                  "code": "DESTINATION_UNAVAILABLE",
+                  "message": "Destination \"offsite\" is not configured on this server.",
+                  "details": {
+                    "destination": "offsite"
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.004Z"
+                }
+              }
+            }
+          },
+          "429": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Retry-After"
+            ],
+            "examples": {
+              "rate-limited": {
+                "success": false,
+                "error": {
+                  "code": "RATE_LIMITED",
+                  "message": "Rate limit exceeded. Retry after the number of seconds in the Retry-After header.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.001Z"
+                }
+              },
+              "queue-full": {
+                "success": false,
+                "error": {
+                  "code": "QUEUE_FULL",
+                  "message": "Your account already has 100 jobs queued, the most it may; retry once some have run.",
+                  "details": {
+                    "queue_limit": 100
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.008Z"
+                }
+              }
+            }
+          },
+          "500": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "internal-error": {
+                "success": false,
+                "error": {
+                  "code": "INTERNAL_ERROR",
+                  "message": "An unexpected error occurred. Quote the request id when reporting it.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.019Z"
+                }
+              }
+            }
+          },
+          "503": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Retry-After"
+            ],
+            "examples": {
+              "service-unavailable": {
+                "success": false,
+                "error": {
+                  "code": "SERVICE_UNAVAILABLE",
+                  "message": "The service is temporarily unavailable. Retry after 5 seconds.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.006Z"
+                }
+              }
+            }
+          }
+        }
+      },
+      "getMaintenanceJob": {
+        "method": "get",
+        "path": "/maintenance/{id}",
+        "secured": true,
+        "rateLimit": {
+          "scope": "account",
+          "windowSeconds": 3600,
+          "limits": {
+            "free_trial": 100,
+            "pro": 1000,
+            "business": 10000
+          }
+        },
+        "requestBody": null,
+        "query": [],
+        "queryDefaults": {},
+        "responses": {
+          "200": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "prune-running": {
+                "success": true,
+                "data": {
+                  "id": "mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA",
+                  "kind": "prune",
+                  "status": "running",
+                  "destination": "cloud",
+                  "trigger": "request",
+                  "options": {
+                    "dry_run": false,
+                    "read_data": false,
+                    "read_data_subset": null
+                  },
+                  "progress": {
+                    "phase": "deleting",
+                    "packs_done": 30,
+                    "packs_total": 47
+                  },
+                  "result": null,
+                  "duration_seconds": 12,
+                  "created_at": "2026-11-20T10:15:00.004Z",
+                  "started_at": "2026-11-20T10:15:00.120Z",
+                  "finished_at": null,
+                  "error": null
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              },
+              "prune-completed": {
+                "success": true,
+                "data": {
+                  "id": "mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA",
+                  "kind": "prune",
+                  "status": "completed",
+                  "destination": "cloud",
+                  "trigger": "request",
+                  "options": {
+                    "dry_run": false,
+                    "read_data": false,
+                    "read_data_subset": null
+                  },
+                  "progress": {
+                    "phase": "deleting",
+                    "packs_done": 47,
+                    "packs_total": 47
+                  },
+                  "result": {
+                    "dry_run": false,
+                    "backups": 18,
+                    "packs_deleted": 41,
+                    "packs_rewritten": 6,
+                    "packs_kept": 212,
+                    "bytes_deleted": 702545920,
+                    "bytes_rewritten": 38797312,
+                    "bytes_written": 39102464,
+                    "bytes_before": 4294967296,
+                    "bytes_remaining": 3631523840
+                  },
+                  "duration_seconds": 21,
+                  "created_at": "2026-11-20T10:15:00.004Z",
+                  "started_at": "2026-11-20T10:15:00.120Z",
+                  "finished_at": "2026-11-20T10:15:21.870Z",
+                  "error": null
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              },
+              "check-completed": {
+                "success": true,
+                "data": {
+                  "id": "mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA",
+                  "kind": "check",
+                  "status": "completed",
+                  "destination": "cloud",
+                  "trigger": "request",
+                  "options": {
+                    "dry_run": false,
+                    "read_data": false,
+                    "read_data_subset": "10%"
+                  },
+                  "progress": {
+                    "phase": "data",
+                    "packs_done": 26,
+                    "packs_total": 26
+                  },
+                  "result": {
+                    "ok": true,
+                    "backups_checked": 18,
+                    "packs_checked": 259,
+                    "packs_read": 26,
+                    "bytes_read": 421527552,
+                    "problems": {
+                      "count": 0,
+                      "items": []
+                    },
+                    "affected": [],
+                    "unreferenced_bytes": 0,
+                    "reclaimable_bytes": 660602880
+                  },
+                  "duration_seconds": 9,
+                  "created_at": "2026-11-20T10:15:00.004Z",
+                  "started_at": "2026-11-20T10:15:00.120Z",
+                  "finished_at": "2026-11-20T10:15:09.640Z",
+                  "error": null
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              },
+              "check-failed": {
+                "success": true,
+                "data": {
+                  "id": "mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA",
+                  "kind": "check",
+                  "status": "failed",
+                  "destination": "cloud",
+                  "trigger": "schedule",
+                  "options": {
+                    "dry_run": false,
+                    "read_data": true,
+                    "read_data_subset": null
+                  },
+                  "progress": {
+                    "phase": "data",
+                    "packs_done": 259,
+                    "packs_total": 259
+                  },
+                  "result": {
+                    "ok": false,
+                    "backups_checked": 18,
+                    "packs_checked": 259,
+                    "packs_read": 259,
+                    "bytes_read": 4294967296,
+                    "problems": {
+                      "count": 1,
+                      "items": [
+                        {
+                          "message": "data blob 5f1c…e2 in pack 9a0b…41 does not authenticate"
+                        }
+                      ]
+                    },
+                    "affected": [
+                      {
+                        "backup_id": "bkp_01M7W4Q7RESBQED2BW6MPD9216",
+                        "whole_backup": false,
+                        "paths": [
+                          "reports/2026/q3.pdf"
+                        ],
+                        "path_count": 1
+                      },
+                      {
+                        "backup_id": "bkp_01M7TZ8D1W2R9XGJ4V0Q5N6HKA",
+                        "whole_backup": false,
+                        "paths": [
+                          "reports/2026/q3.pdf"
+                        ],
+                        "path_count": 1
+                      }
+                    ],
+                    "unreferenced_bytes": 0,
+                    "reclaimable_bytes": 0
+                  },
+                  "duration_seconds": 100,
+                  "created_at": "2026-11-20T10:15:00.004Z",
+                  "started_at": "2026-11-20T10:15:00.120Z",
+                  "finished_at": "2026-11-20T10:16:40.002Z",
+                  "error": {
+                    "code": "CORRUPT_DATA",
+                    "message": "Stored data failed its integrity check; see result.affected for the backups and paths concerned."
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "400": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "malformed-id": {
+                "success": false,
+                "error": {
+                  "code": "VALIDATION_ERROR",
+                  "message": "Request validation failed: 1 problem.",
+                  "details": {
+                    "errors": [
+                      {
+                        "path": "/path/id",
+                        "message": "must match pattern \"^mnt_[0-7][0-9A-HJKMNP-TV-Z]{25}$\""
+                      }
+                    ]
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "401": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "missing-token": {
+                "success": false,
+                "error": {
+                  "code": "UNAUTHORIZED",
+                  "message": "Missing bearer token. Send Authorization Bearer with a token from POST /auth/token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.003Z"
+                }
+              },
+              "invalid-token": {
+                "success": false,
+                "error": {
+                  "code": "UNAUTHORIZED",
+                  "message": "Invalid bearer token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5STRWZZCN9RSMVK12D6TC",
+                  "timestamp": "2026-11-20T09:50:01.502Z"
+                }
+              },
+              "token-expired": {
+                "success": false,
+                "error": {
+                  "code": "TOKEN_EXPIRED",
+                  "message": "The bearer token expired at 2026-11-20T09:29:58Z. Request a new one from POST /auth/token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SVYCDH1XJTJ7K5KRH1GC",
+                  "timestamp": "2026-11-20T09:50:02.701Z"
+                }
+              }
+            }
+          },
+          "403": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "https-required": {
+                "success": false,
+                "error": {
+                  "code": "HTTPS_REQUIRED",
+                  "message": "Only HTTPS is served; call the https:// address. Nothing was done.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.007Z"
+                }
+              }
+            }
+          },
+          "404": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "not-found": {
+                "success": false,
+                "error": {
+                  "code": "MAINTENANCE_NOT_FOUND",
+                  "message": "Maintenance job not found.",
+                  "details": {
+                    "job_id": "mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA"
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "429": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Retry-After"
+            ],
+            "examples": {
+              "rate-limited": {
+                "success": false,
+                "error": {
+                  "code": "RATE_LIMITED",
+                  "message": "Rate limit exceeded. Retry after the number of seconds in the Retry-After header.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.001Z"
+                }
+              }
+            }
+          },
+          "500": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "internal-error": {
+                "success": false,
+                "error": {
+                  "code": "INTERNAL_ERROR",
+                  "message": "An unexpected error occurred. Quote the request id when reporting it.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.019Z"
+                }
+              }
+            }
+          },
+          "503": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Retry-After"
+            ],
+            "examples": {
+              "service-unavailable": {
+                "success": false,
+                "error": {
+                  "code": "SERVICE_UNAVAILABLE",
+                  "message": "The service is temporarily unavailable. Retry after 5 seconds.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.006Z"
+                }
+              }
+            }
+          }
+        }
+      },
+      "cancelMaintenanceJob": {
+        "method": "post",
+        "path": "/maintenance/{id}/cancel",
+        "secured": true,
+        "rateLimit": {
+          "scope": "account",
+          "windowSeconds": 3600,
+          "limits": {
+            "free_trial": 100,
+            "pro": 1000,
+            "business": 10000
+          }
+        },
+        "requestBody": null,
+        "query": [],
+        "queryDefaults": {},
+        "responses": {
+          "202": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "running-job": {
+                "success": true,
+                "data": {
+                  "id": "mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA",
+                  "kind": "prune",
+                  "status": "running",
+                  "destination": "cloud",
+                  "trigger": "request",
+                  "options": {
+                    "dry_run": false,
+                    "read_data": false,
+                    "read_data_subset": null
+                  },
+                  "progress": {
+                    "phase": "deleting",
+                    "packs_done": 30,
+                    "packs_total": 47
+                  },
+                  "result": null,
+                  "duration_seconds": 12,
+                  "created_at": "2026-11-20T10:15:00.004Z",
+                  "started_at": "2026-11-20T10:15:00.120Z",
+                  "finished_at": null,
+                  "error": null
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "400": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "malformed-id": {
+                "success": false,
+                "error": {
+                  "code": "VALIDATION_ERROR",
+                  "message": "Request validation failed: 1 problem.",
+                  "details": {
+                    "errors": [
+                      {
+                        "path": "/path/id",
+                        "message": "must match pattern \"^mnt_[0-7][0-9A-HJKMNP-TV-Z]{25}$\""
+                      }
+                    ]
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "401": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "missing-token": {
+                "success": false,
+                "error": {
+                  "code": "UNAUTHORIZED",
+                  "message": "Missing bearer token. Send Authorization Bearer with a token from POST /auth/token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.003Z"
+                }
+              },
+              "invalid-token": {
+                "success": false,
+                "error": {
+                  "code": "UNAUTHORIZED",
+                  "message": "Invalid bearer token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5STRWZZCN9RSMVK12D6TC",
+                  "timestamp": "2026-11-20T09:50:01.502Z"
+                }
+              },
+              "token-expired": {
+                "success": false,
+                "error": {
+                  "code": "TOKEN_EXPIRED",
+                  "message": "The bearer token expired at 2026-11-20T09:29:58Z. Request a new one from POST /auth/token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SVYCDH1XJTJ7K5KRH1GC",
+                  "timestamp": "2026-11-20T09:50:02.701Z"
+                }
+              }
+            }
+          },
+          "403": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "https-required": {
+                "success": false,
+                "error": {
+                  "code": "HTTPS_REQUIRED",
+                  "message": "Only HTTPS is served; call the https:// address. Nothing was done.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.007Z"
+                }
+              }
+            }
+          },
+          "404": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "not-found": {
+                "success": false,
+                "error": {
+                  "code": "MAINTENANCE_NOT_FOUND",
+                  "message": "Maintenance job not found.",
+                  "details": {
+                    "job_id": "mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA"
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "409": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "job-finished": {
+                "success": false,
+                "error": {
+                  "code": "JOB_FINISHED",
+                  "message": "Maintenance job has already finished (completed) and cannot be cancelled.",
+                  "details": {
+                    "status": "completed"
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "429": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Retry-After"
+            ],
+            "examples": {
+              "rate-limited": {
+                "success": false,
+                "error": {
+                  "code": "RATE_LIMITED",
+                  "message": "Rate limit exceeded. Retry after the number of seconds in the Retry-After header.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.001Z"
+                }
+              }
+            }
+          },
+          "500": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "internal-error": {
+                "success": false,
+                "error": {
+                  "code": "INTERNAL_ERROR",
+                  "message": "An unexpected error occurred. Quote the request id when reporting it.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.019Z"
+                }
+              }
+            }
+          },
+          "503": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Retry-After"
+            ],
+            "examples": {
+              "service-unavailable": {
+                "success": false,
+                "error": {
+                  "code": "SERVICE_UNAVAILABLE",
+                  "message": "The service is temporarily unavailable. Retry after 5 seconds.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.006Z"
+                }
+              }
+            }
+          }
+        }
+      },
+      "getUsage": {
+        "method": "get",
+        "path": "/usage",
+        "secured": true,
+        "rateLimit": {
+          "scope": "account",
+          "windowSeconds": 3600,
+          "limits": {
+            "free_trial": 100,
+            "pro": 1000,
+            "business": 10000
+          }
+        },
+        "requestBody": null,
+        "query": [],
+        "queryDefaults": {},
+        "responses": {
+          "200": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "usage": {
+                "success": true,
+                "data": {
+                  "destinations": [
+                    {
+                      "destination": "cloud",
+                      "backups": 18,
+                      "logical_bytes": 23622320128,
+                      "stored_bytes": 3631523840,
+                      "deduplication_ratio": 10.4,
+                      "compression_ratio": 1.52,
+                      "reclaimable_bytes": 660602880,
+                      "reclaimable_as_of": "2026-11-20T10:15:04.310Z"
+                    },
+                    {
+                      "destination": "local",
+                      "backups": 0,
+                      "logical_bytes": 0,
+                      "stored_bytes": 0,
+                      "deduplication_ratio": 1,
+                      "compression_ratio": 1,
+                      "reclaimable_bytes": null,
+                      "reclaimable_as_of": null
+                    }
+                  ]
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T10:15:00.004Z"
+                }
+              }
+            }
+          },
+          "400": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "validation-error": {
+                "success": false,
+                "error": {
+                  "code": "VALIDATION_ERROR",
+                  "message": "Request validation failed: 1 problem.",
+                  "details": {
+                    "errors": [
+                      {
+                        "path": "/query/verbose",
+                        "message": "is not allowed (unknown query parameter)"
+                      }
+                    ]
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.004Z"
+                }
+              }
+            }
+          },
+          "401": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "missing-token": {
+                "success": false,
+                "error": {
+                  "code": "UNAUTHORIZED",
+                  "message": "Missing bearer token. Send Authorization Bearer with a token from POST /auth/token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.003Z"
+                }
+              },
+              "invalid-token": {
+                "success": false,
+                "error": {
+                  "code": "UNAUTHORIZED",
+                  "message": "Invalid bearer token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5STRWZZCN9RSMVK12D6TC",
+                  "timestamp": "2026-11-20T09:50:01.502Z"
+                }
+              },
+              "token-expired": {
+                "success": false,
+                "error": {
+                  "code": "TOKEN_EXPIRED",
+                  "message": "The bearer token expired at 2026-11-20T09:29:58Z. Request a new one from POST /auth/token.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SVYCDH1XJTJ7K5KRH1GC",
+                  "timestamp": "2026-11-20T09:50:02.701Z"
+                }
+              }
+            }
+          },
+          "403": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "https-required": {
+                "success": false,
+                "error": {
+                  "code": "HTTPS_REQUIRED",
+                  "message": "Only HTTPS is served; call the https:// address. Nothing was done.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.007Z"
+                }
+              }
+            }
+          },
+          "422": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "destination-unavailable": {
+                "success": false,
+                "error": {
+                  "code": "DESTINATION_UNAVAILABLE",
+                  "message": "Destination \"offsite\" is not configured on this server.",
+                  "details": {
+                    "destination": "offsite"
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.004Z"
+                }
+              }
+            }
+          },
+          "429": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Retry-After"
+            ],
+            "examples": {
+              "rate-limited": {
+                "success": false,
+                "error": {
+                  "code": "RATE_LIMITED",
+                  "message": "Rate limit exceeded. Retry after the number of seconds in the Retry-After header.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.001Z"
+                }
+              }
+            }
+          },
+          "500": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "internal-error": {
+                "success": false,
+                "error": {
+                  "code": "INTERNAL_ERROR",
+                  "message": "An unexpected error occurred. Quote the request id when reporting it.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.019Z"
+                }
+              }
+            }
+          },
+          "503": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset",
+              "Retry-After"
+            ],
+            "examples": {
+              "service-unavailable": {
+                "success": false,
+                "error": {
+                  "code": "SERVICE_UNAVAILABLE",
+                  "message": "The service is temporarily unavailable. Retry after 5 seconds.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.006Z"
                 }
               }
             }
@@ -3970,6 +6561,29 @@ export const mockApis: MockApis = {
                 }
               }
             }
+          },
+          "507": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "storage-full": {
+                "success": false,
+                "error": {
+                  "code": "STORAGE_FULL",
+                  "message": "The server has no space left to record this request; nothing was kept.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.007Z"
+                }
+              }
+            }
           }
         }
       },
@@ -4208,6 +6822,246 @@ export const mockApis: MockApis = {
                 "meta": {
                   "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
                   "timestamp": "2026-11-20T09:50:00.006Z"
+                }
+              }
+            }
+          },
+          "507": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "storage-full": {
+                "success": false,
+                "error": {
+                  "code": "STORAGE_FULL",
+                  "message": "The server has no space left to record this request; nothing was kept.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.007Z"
+                }
+              }
+            }
+          }
+        }
+      },
+      "getLiveness": {
+        "method": "get",
+        "path": "/livez",
+        "secured": false,
+        "rateLimit": null,
+        "requestBody": null,
+        "query": [],
+        "queryDefaults": {},
+        "responses": {
+          "200": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security"
+            ],
+            "examples": {
+              "live": {
+                "success": true,
+                "data": {
+                  "status": "live"
+                },
+                "meta": {
+                  "request_id": "req_01M7WQ2C4Q9D1V8Y3T6ZB5KX0R",
+                  "timestamp": "2026-11-20T15:00:00.002Z"
+                }
+              }
+            }
+          },
+          "400": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security"
+            ],
+            "examples": {
+              "validation-error": {
+                "success": false,
+                "error": {
+                  "code": "VALIDATION_ERROR",
+                  "message": "Request validation failed: 1 problem.",
+                  "details": {
+                    "errors": [
+                      {
+                        "path": "/query/verbose",
+                        "message": "is not allowed (unknown query parameter)"
+                      }
+                    ]
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7WQ2G2T5X9P1Q3D8VJ6NB7C",
+                  "timestamp": "2026-11-20T15:00:03.001Z"
+                }
+              }
+            }
+          },
+          "500": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "internal-error": {
+                "success": false,
+                "error": {
+                  "code": "INTERNAL_ERROR",
+                  "message": "An unexpected error occurred. Quote the request id when reporting it.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.019Z"
+                }
+              }
+            }
+          }
+        }
+      },
+      "getReadiness": {
+        "method": "get",
+        "path": "/readyz",
+        "secured": false,
+        "rateLimit": null,
+        "requestBody": null,
+        "query": [],
+        "queryDefaults": {},
+        "responses": {
+          "200": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security"
+            ],
+            "examples": {
+              "ready": {
+                "success": true,
+                "data": {
+                  "status": "ready",
+                  "checks": {
+                    "database": {
+                      "status": "ok",
+                      "latency_ms": 1
+                    },
+                    "storage": {
+                      "status": "ok",
+                      "latency_ms": 2
+                    }
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7WQ2D0A7N4C2W8E1RKSY6GM",
+                  "timestamp": "2026-11-20T15:00:00.010Z"
+                }
+              }
+            }
+          },
+          "400": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security"
+            ],
+            "examples": {
+              "validation-error": {
+                "success": false,
+                "error": {
+                  "code": "VALIDATION_ERROR",
+                  "message": "Request validation failed: 1 problem.",
+                  "details": {
+                    "errors": [
+                      {
+                        "path": "/query/verbose",
+                        "message": "is not allowed (unknown query parameter)"
+                      }
+                    ]
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7WQ2G2T5X9P1Q3D8VJ6NB7C",
+                  "timestamp": "2026-11-20T15:00:03.001Z"
+                }
+              }
+            }
+          },
+          "500": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "X-RateLimit-Limit",
+              "X-RateLimit-Remaining",
+              "X-RateLimit-Reset"
+            ],
+            "examples": {
+              "internal-error": {
+                "success": false,
+                "error": {
+                  "code": "INTERNAL_ERROR",
+                  "message": "An unexpected error occurred. Quote the request id when reporting it.",
+                  "details": {}
+                },
+                "meta": {
+                  "request_id": "req_01M7W5SSA0JYSTVWS8JQ19WAVC",
+                  "timestamp": "2026-11-20T09:50:00.019Z"
+                }
+              }
+            }
+          },
+          "503": {
+            "headers": [
+              "X-Request-Id",
+              "Strict-Transport-Security",
+              "Retry-After"
+            ],
+            "examples": {
+              "dependency-failed": {
+                "success": false,
+                "error": {
+                  "code": "SERVICE_UNAVAILABLE",
+                  "message": "Not ready: the database check failed.",
+                  "details": {
+                    "failing": [
+                      "database"
+                    ],
+                    "checks": {
+                      "database": {
+                        "status": "failed",
+                        "latency_ms": 1000
+                      },
+                      "storage": {
+                        "status": "ok",
+                        "latency_ms": 2
+                      }
+                    }
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7WQ2E5J3H8F0B6N9TDXCV4P",
+                  "timestamp": "2026-11-20T15:00:01.012Z"
+                }
+              },
+              "shutting-down": {
+                "success": false,
+                "error": {
+                  "code": "SERVICE_UNAVAILABLE",
+                  "message": "Not ready: the server is shutting down.",
+                  "details": {
+                    "shutting_down": true
+                  }
+                },
+                "meta": {
+                  "request_id": "req_01M7WQ2F8K6M2R4S0G7HYWZA3E",
+                  "timestamp": "2026-11-20T15:00:02.004Z"
                 }
               }
             }

@@ -10,9 +10,13 @@ export interface ToolsOperations {
   /** GET /api/tools/ip-info — Get information about your IP address */
   getIpInfo: { request: RequestOf<operations['getIpInfo']>; response: ResponseOf<operations['getIpInfo'], '200 Strict-Transport-Security' | '400 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
   /** POST /api/newsletter/subscribe — Subscribe to the newsletter */
-  subscribeNewsletter: { request: RequestOf<operations['subscribeNewsletter']>; response: ResponseOf<operations['subscribeNewsletter'], '200 Strict-Transport-Security' | '201 Strict-Transport-Security' | '400 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '413 Strict-Transport-Security' | '415 Strict-Transport-Security' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
+  subscribeNewsletter: { request: RequestOf<operations['subscribeNewsletter']>; response: ResponseOf<operations['subscribeNewsletter'], '200 Strict-Transport-Security' | '201 Strict-Transport-Security' | '400 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '413 Strict-Transport-Security' | '415 Strict-Transport-Security' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security' | '507 Strict-Transport-Security'> };
   /** POST /api/contacts/{type} — Send a contact message */
-  submitContact: { request: RequestOf<operations['submitContact']>; response: ResponseOf<operations['submitContact'], '201 Strict-Transport-Security' | '400 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '413 Strict-Transport-Security' | '415 Strict-Transport-Security' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
+  submitContact: { request: RequestOf<operations['submitContact']>; response: ResponseOf<operations['submitContact'], '201 Strict-Transport-Security' | '400 Strict-Transport-Security' | '403 Strict-Transport-Security' | '403 X-RateLimit-Limit' | '403 X-RateLimit-Remaining' | '403 X-RateLimit-Reset' | '413 Strict-Transport-Security' | '415 Strict-Transport-Security' | '429 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security' | '507 Strict-Transport-Security'> };
+  /** GET /livez — Liveness probe */
+  getLiveness: { request: RequestOf<operations['getLiveness']>; response: ResponseOf<operations['getLiveness'], '200 Strict-Transport-Security' | '400 Strict-Transport-Security' | '500 Strict-Transport-Security'> };
+  /** GET /readyz — Readiness probe */
+  getReadiness: { request: RequestOf<operations['getReadiness']>; response: ResponseOf<operations['getReadiness'], '200 Strict-Transport-Security' | '400 Strict-Transport-Security' | '500 Strict-Transport-Security' | '503 Strict-Transport-Security'> };
 }
 
 export type ToolsOperationId = keyof ToolsOperations;
@@ -26,6 +30,8 @@ export const toolsOperations = {
   getIpInfo: { method: 'get', path: '/api/tools/ip-info', expressPath: '/api/tools/ip-info', security: [] },
   subscribeNewsletter: { method: 'post', path: '/api/newsletter/subscribe', expressPath: '/api/newsletter/subscribe', security: [] },
   submitContact: { method: 'post', path: '/api/contacts/{type}', expressPath: '/api/contacts/:type', security: [] },
+  getLiveness: { method: 'get', path: '/livez', expressPath: '/livez', security: [] },
+  getReadiness: { method: 'get', path: '/readyz', expressPath: '/readyz', security: [] },
 } as const satisfies Record<ToolsOperationId, OperationInfo>;
 
 /** One handler per operation: a server object missing one, or returning a status, body or header the spec does not declare, fails tsc. */

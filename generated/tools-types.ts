@@ -108,6 +108,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/livez": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Liveness probe
+         * @description For orchestrators and load balancers: `200` whenever the process is up and its HTTP stack
+         *     answers. It checks no dependency, so a database outage never gets a healthy process
+         *     restarted; restart the process only when this stops answering. It keeps answering `200`
+         *     during a graceful shutdown, until the process exits.
+         *
+         *     No authentication, no rate limit (it carries no rate-limit headers), no account data.
+         */
+        get: operations["getLiveness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness probe
+         * @description For orchestrators and load balancers: whether this instance should receive traffic.
+         *     It runs the same named dependency checks as `GET /api/v1/status` (`database`, `storage`,
+         *     and each configured further dependency such as `redis` or `object_store`) and answers
+         *     `200` when every one passes.
+         *
+         *     It answers `503 SERVICE_UNAVAILABLE` while a check fails, naming the failing checks in
+         *     `error.details.failing` (the results of all checks in `error.details.checks`), and from the
+         *     moment the process is told to stop (SIGTERM) until it exits, with
+         *     `error.details.shutting_down: true`, so a load balancer stops routing to it before it stops
+         *     serving (`SHUTDOWN_DRAIN_MS` keeps the API serving that long after SIGTERM).
+         *
+         *     Unlike `GET /api/v1/status`, which answers `200` with `status: degraded`, the status code
+         *     is the signal here. No authentication, no rate limit, no account data.
+         */
+        get: operations["getReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -230,12 +287,14 @@ export interface components {
          *     | `INTERNAL_ERROR` | 500 | response, job | An unexpected server fault. Nothing internal is disclosed. | Retry later with backoff where the operation is safe to repeat; quote `meta.request_id` (or the job id) when reporting it. |
          *     | `SERVICE_UNAVAILABLE` | 503 | response | The server cannot serve the request right now (its database or rate-limit store is unreachable, or it is shutting down). | Retry after `Retry-After` seconds; nothing was done. |
          *     | `STORAGE_FULL` | 507 | response, job | The server has no space left where the data would be written (the repository's disk or quota, or its database's disk). Nothing half-written stays visible. | Retry once the operator has freed space; earlier backups are unaffected. |
+         *     | `MAINTENANCE_NOT_FOUND` | 404 | response | No maintenance job (prune or check) with that id in the caller's account (ids of other accounts answer the same). | Check the id returned by `POST /prune` or `POST /check`. |
+         *     | `MAINTENANCE_RUNNING` | 409 | response, job | A prune or check of the same repository is already queued or running (`details.job_id` when it is one of the caller's jobs); on a job, another server held the repository for its own prune or check. | Follow the running job, or start this one once it has ended. |
          *     | `INTERRUPTED` | — | job | The server (or the instance running the job) stopped while the job ran. The repository stays consistent. | Start the job again. |
          *     | `CORRUPT_DATA` | — | job | Stored data failed its integrity check (a restore met a damaged chunk, or a check found problems; the job names the affected backups and paths). | Restore from another backup; tell the operator, who can run a check on the repository. |
          * @example INVALID_SOURCE
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_ERROR" | "INVALID_JSON" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SOURCE_NOT_ALLOWED" | "TARGET_NOT_ALLOWED" | "HTTPS_REQUIRED" | "NOT_FOUND" | "BACKUP_NOT_FOUND" | "RESTORE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "BACKUP_NOT_COMPLETED" | "JOB_FINISHED" | "JOB_NOT_FINISHED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INVALID_SOURCE" | "INVALID_TARGET" | "URL_NOT_ALLOWED" | "DESTINATION_UNAVAILABLE" | "RATE_LIMITED" | "QUEUE_FULL" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "STORAGE_FULL";
+        ErrorCode: "VALIDATION_ERROR" | "INVALID_JSON" | "UNAUTHORIZED" | "TOKEN_EXPIRED" | "INVALID_CREDENTIALS" | "SOURCE_NOT_ALLOWED" | "TARGET_NOT_ALLOWED" | "HTTPS_REQUIRED" | "NOT_FOUND" | "BACKUP_NOT_FOUND" | "RESTORE_NOT_FOUND" | "METHOD_NOT_ALLOWED" | "BACKUP_NOT_COMPLETED" | "JOB_FINISHED" | "JOB_NOT_FINISHED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INVALID_SOURCE" | "INVALID_TARGET" | "URL_NOT_ALLOWED" | "DESTINATION_UNAVAILABLE" | "RATE_LIMITED" | "QUEUE_FULL" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE" | "STORAGE_FULL" | "MAINTENANCE_NOT_FOUND" | "MAINTENANCE_RUNNING";
         /** @description One problem found while validating a request. */
         ValidationIssue: {
             /**
@@ -248,6 +307,56 @@ export interface components {
              * @example must be equal to one of the allowed values (zstd, gzip, none)
              */
             message: string;
+        };
+        /** @description Result of one dependency check. */
+        HealthCheck: {
+            /**
+             * @description `ok` when the dependency answered correctly, `failed` otherwise.
+             * @enum {string}
+             */
+            status: "ok" | "failed";
+            /**
+             * @description Milliseconds the check took (until the failure, for a failed check; checks give up after 1000 ms).
+             * @example 2
+             */
+            latency_ms: number;
+            /**
+             * Format: int64
+             * @description `storage` only: bytes still free for the server on the filesystem holding the repositories (absent when it could not be read).
+             * @example 52613349376
+             */
+            free_bytes?: number;
+        };
+        /** @description The TLS certificate the server presents, when it serves HTTPS itself (absent behind a TLS-terminating proxy). `failed` from 14 days before `expires_at` on, so `status` turns `degraded` in time to renew; a renewed certificate is picked up without a restart. */
+        CertificateCheck: {
+            /**
+             * @description `ok` while the certificate is valid for more than 14 days, `failed` from then on.
+             * @enum {string}
+             */
+            status: "ok" | "failed";
+            /**
+             * @description Milliseconds the check took (it reads the certificate in memory, so 0).
+             * @example 0
+             */
+            latency_ms: number;
+            /**
+             * Format: date-time
+             * @description When the served certificate expires (its notAfter, UTC).
+             * @example 2027-02-18T23:59:59.000Z
+             */
+            expires_at: string;
+        };
+        /** @description The named checks, the same set for `GET /api/v1/status` and `GET /readyz`: `database` and `storage` always, and each further dependency the operator configured under its own name (`certificate` with built-in TLS, `redis` with `REDIS_URL`, `object_store` with a destination in a bucket). Each check gives up after 1000 ms. `certificate`, and `storage` failed for low free space only, are advisory: they make `/api/v1/status` `degraded` but never make `/readyz` answer `503`, because such an instance still serves. */
+        HealthChecks: {
+            /** @description The metadata database (a read query, and its write lock can be taken). */
+            database: components["schemas"]["HealthCheck"];
+            /** @description The data directory holding the repositories: a probe file written, read back and removed, and the free space there (`free_bytes`). `failed` when the probe fails or the free space is below the operator's threshold (by default the smaller of 1 GiB and 5 % of the filesystem), so monitors hear of a filling disk before backups fail with `STORAGE_FULL`. Low free space alone is advisory (`/readyz` stays `200`: restores and reads still work); a failed probe is not. */
+            storage: components["schemas"]["HealthCheck"];
+            certificate?: components["schemas"]["CertificateCheck"];
+            /** @description Present when a destination is kept in object storage: a probe object written, read back and removed in each configured bucket; `failed` when any of them fails or takes longer than the check's limit, `latency_ms` the slowest. */
+            object_store?: components["schemas"]["HealthCheck"];
+        } & {
+            [key: string]: components["schemas"]["HealthCheck"];
         };
         /** @description Machine-readable context of the error. Always an object, empty (`{}`) when there is nothing to add. Which properties appear depends on `error.code`; each property below names the codes that carry it. More properties may appear in later minor versions. */
         ErrorDetails: {
@@ -269,12 +378,12 @@ export interface components {
              */
             restore_id?: string;
             /**
-             * @description `BACKUP_NOT_COMPLETED`, `JOB_FINISHED`: the current status of the job the request named.
+             * @description `BACKUP_NOT_COMPLETED`, `JOB_FINISHED`, `JOB_NOT_FINISHED`: the current status of the job the request named.
              * @example running
              */
             status?: string;
             /**
-             * @description `DESTINATION_UNAVAILABLE`: the destination the request named.
+             * @description `DESTINATION_UNAVAILABLE`, `MAINTENANCE_RUNNING`: the destination the request named.
              * @example offsite
              */
             destination?: string;
@@ -296,6 +405,27 @@ export interface components {
              *     ]
              */
             allowed_methods?: string[];
+            /**
+             * @description `QUEUE_FULL`: how many jobs the account may have queued (the operator's per-account queue limit).
+             * @example 100
+             */
+            queue_limit?: number;
+            /**
+             * @description `MAINTENANCE_NOT_FOUND`: the maintenance job id the request named. `MAINTENANCE_RUNNING`: the prune or check already queued or running.
+             * @example mnt_01M7W6B3Q4D9VJ2N8K5T0R7XPA
+             */
+            job_id?: string;
+            /**
+             * @description `SERVICE_UNAVAILABLE` from `GET /readyz`: the names of the dependency checks that failed.
+             * @example [
+             *       "database"
+             *     ]
+             */
+            failing?: string[];
+            /** @description `SERVICE_UNAVAILABLE` from `GET /readyz`: the result of every dependency check. */
+            checks?: components["schemas"]["HealthChecks"];
+            /** @description `SERVICE_UNAVAILABLE` from `GET /readyz`: `true` when the process is shutting down. */
+            shutting_down?: boolean;
         };
         /** @description What went wrong. */
         ApiError: {
@@ -462,6 +592,31 @@ export interface components {
         ContactReceiptEnvelope: components["schemas"]["SuccessEnvelope"] & {
             data: components["schemas"]["ContactReceipt"];
         };
+        /** @description The process answers. */
+        Liveness: {
+            /**
+             * @description Always `live`.
+             * @constant
+             */
+            status: "live";
+        };
+        /** @description Success envelope of the liveness probe. */
+        LivenessEnvelope: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["Liveness"];
+        };
+        /** @description Every dependency check passed. */
+        Readiness: {
+            /**
+             * @description Always `ready` (a failing check answers `503` instead).
+             * @constant
+             */
+            status: "ready";
+            checks: components["schemas"]["HealthChecks"];
+        };
+        /** @description Success envelope of the readiness probe. */
+        ReadinessEnvelope: components["schemas"]["SuccessEnvelope"] & {
+            data: components["schemas"]["Readiness"];
+        };
     };
     responses: {
         /** @description `HTTPS_REQUIRED`: the request reached the server over plain HTTP (a trusted proxy reported `X-Forwarded-Proto: http`, or it came from another host without TLS). Only HTTPS is served; nothing was done, and the request was not authenticated or counted. Call the `https://` address, and treat any credential or token sent this way as exposed. */
@@ -547,6 +702,20 @@ export interface components {
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
                 "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description `STORAGE_FULL`: the server has no space left where this request would be recorded (the disk of its database). Nothing was kept. Retry once the operator has freed space; what was stored before is unaffected. */
+        StorageFull: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -755,6 +924,7 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["StorageFull"];
         };
     };
     submitContact: {
@@ -810,6 +980,93 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["StorageFull"];
+        };
+    };
+    getLiveness: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id of your own for this request, to correlate your logs with the server's. When it is 1–128 characters of `A-Za-z0-9._:-` the server uses it as the request id and echoes it in the `X-Request-Id` response header and `meta.request_id`; any other value is ignored (not an error) and the server makes its own `req_` + ULID id. */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process serves. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LivenessEnvelope"];
+                };
+            };
+            /** @description `VALIDATION_ERROR`: a query parameter was sent (this operation takes none). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional id of your own for this request, to correlate your logs with the server's. When it is 1–128 characters of `A-Za-z0-9._:-` the server uses it as the request id and echoes it in the `X-Request-Id` response header and `meta.request_id`; any other value is ignored (not an error) and the server makes its own `req_` + ULID id. */
+                "X-Request-Id"?: components["parameters"]["RequestIdHeader"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every dependency check passed; the instance takes traffic. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadinessEnvelope"];
+                };
+            };
+            /** @description `VALIDATION_ERROR`: a query parameter was sent (this operation takes none). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            /** @description `SERVICE_UNAVAILABLE`: not ready. Either a dependency check failed (`details.failing` names it, `details.checks` has every result) or the process is shutting down (`details.shutting_down: true`). Take the instance out of rotation; it needs no restart. */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Strict-Transport-Security": components["headers"]["Strict-Transport-Security"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
         };
     };
 }

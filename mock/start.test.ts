@@ -95,14 +95,13 @@ describe('mock', () => {
   }
 
   it('generates schema-valid data with Prefer: dynamic=true', async () => {
-    const validate = responseValidator(docs.backup);
+    // json-schema-faker cannot honour lookahead in a pattern (documented in docs/mock.md).
+    const validate = responseValidator(docs.backup, { withoutLookahead: true });
     for (const { method, path, op } of operations(docs.backup).filter((o) => o.method === 'GET')) {
       const request = sampleRequest(docs.backup, method, path, op);
       const answer = await call('backup', request.path, { headers: { ...request.headers, prefer: 'dynamic=true' } });
       expect(answer.status, op.operationId).toBe(200);
-      // json-schema-faker cannot honour lookahead in a pattern (documented in docs/mock.md).
-      const problems = validate(op, 200, answer.body).filter((p) => !/must match pattern ".*\(\?[!=]/.test(p));
-      expect(problems, op.operationId).toEqual([]);
+      expect(validate(op, 200, answer.body), op.operationId).toEqual([]);
     }
     const a = await call('backup', '/status', { headers: { prefer: 'dynamic=true' } });
     const b = await call('backup', '/status', { headers: { prefer: 'dynamic=true' } });

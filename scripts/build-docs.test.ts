@@ -104,12 +104,16 @@ describe('docs site', () => {
       }
       // The generated code samples: curl and the SDK (the language chosen last is remembered across pages).
       const first = operations[0]!;
-      await page.evaluate(`location.hash = ${JSON.stringify(`#/${slug(first.tag)}/${first.operationId.toLowerCase()}`)}`);
+      const firstAnchor = `${slug(first.tag)}/${first.operationId.toLowerCase()}`;
+      await page.evaluate(`location.hash = ${JSON.stringify(`#/${firstAnchor}`)}`);
+      await page.waitForSelector(`[id="${firstAnchor}"]`);
       await page.getByRole('button', { name: /^(curl|SDK)$/ }).first().click();
       expect(await page.getByRole('menuitem').allInnerTexts()).toEqual(expect.arrayContaining(['curl', 'SDK']));
       await page.getByText('SDK', { exact: true }).first().click();
       await page.getByText(`from '@backup-service/client'`).first().waitFor();
-      expect(await page.locator('body').innerText()).toContain(`await ${api}.${first.method}('${first.path}'`);
+      // Redoc re-renders after the hash change: poll until the first operation's sample shows.
+      await expect.poll(() => page.locator('body').innerText(), { timeout: 15_000 })
+        .toContain(`await ${api}.${first.method}('${first.path}'`);
       await page.close();
     });
   }

@@ -26,12 +26,22 @@ const BRIEF: Record<string, [string, string, string][]> = {
     ['getRestore', 'get', '/restore/{id}'],
     ['listFiles', 'get', '/files'],
     ['getStatus', 'get', '/status'],
+    ['deleteBackup', 'delete', '/backup/{id}'],
+    ['submitRetentionPolicy', 'post', '/retention'],
+    ['createPrune', 'post', '/prune'],
+    ['createCheck', 'post', '/check'],
+    ['getMaintenanceJob', 'get', '/maintenance/{id}'],
+    ['cancelMaintenanceJob', 'post', '/maintenance/{id}/cancel'],
+    ['getUsage', 'get', '/usage'],
   ],
   tools: [
     ['checkSite', 'post', '/api/tools/check-site'],
     ['getIpInfo', 'get', '/api/tools/ip-info'],
     ['subscribeNewsletter', 'post', '/api/newsletter/subscribe'],
     ['submitContact', 'post', '/api/contacts/{type}'],
+    // The health probes at the site origin (docs/operations.md).
+    ['getLiveness', 'get', '/livez'],
+    ['getReadiness', 'get', '/readyz'],
   ],
 };
 

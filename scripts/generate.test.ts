@@ -117,9 +117,11 @@ const todo = async (): Promise<never> => {
   throw new Error('not implemented');
 };
 const meta = { request_id: 'req_01M7W3SPMP08FJXSQRV156TH45', timestamp: '2026-11-21T05:00:00.000Z' };
-const status = { status: 'ok', version: '1.0.0', uptime_seconds: 60, time: meta.timestamp, checks: { database: { status: 'ok', latency_ms: 1 }, storage: { status: 'ok', latency_ms: 2 } }, jobs: { queued: 0, running: 1 } } as const;
+const status = { status: 'ok', version: '1.0.0', uptime_seconds: 60, time: meta.timestamp, checks: { database: { status: 'ok', latency_ms: 1 }, storage: { status: 'ok', latency_ms: 2 } }, jobs: { queued: 0, running: 1 }, destinations: [] as never[] } as const;
 `;
-  const rest = 'createToken: todo, listBackups: todo, cancelBackup: todo, createRestore: todo, getRestore: todo, listFiles: todo,';
+  const rest =
+    'createToken: todo, listBackups: todo, cancelBackup: todo, createRestore: todo, getRestore: todo, listFiles: todo, ' +
+    'deleteBackup: todo, submitRetentionPolicy: todo, createPrune: todo, createCheck: todo, getMaintenanceJob: todo, cancelMaintenanceJob: todo, getUsage: todo,';
   const createBackup = `createBackup: async (req, ctx) => {
     const source: string = req.body.source;
     const wait: string | undefined = req.headers.prefer;
@@ -141,7 +143,7 @@ const status = { status: 'ok', version: '1.0.0', uptime_seconds: 60, time: meta.
   },`;
   const server = (...handlers: string[]): string =>
     `export const backup: BackupHandlers<{ id: string }> = {\n  ${rest}\n  ${handlers.join('\n  ')}\n};\n` +
-    `export const tools: ToolsHandlers<null> = { checkSite: todo, getIpInfo: todo, subscribeNewsletter: todo, ${submitContact} };\n`;
+    `export const tools: ToolsHandlers<null> = { checkSite: todo, getIpInfo: todo, subscribeNewsletter: todo, getLiveness: todo, getReadiness: todo, ${submitContact} };\n`;
 
   const cases: Record<string, { source: string; error?: RegExp }> = {
     'good.ts': { source: server(createBackup, getBackup, getStatus) },

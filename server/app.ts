@@ -1,16 +1,22 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
 import { backupBasePath, backupOperations } from '../generated/backup-handlers.ts';
 import { toolsBasePath, toolsOperations } from '../generated/tools-handlers.ts';
-import { ensureStartupKey, type StartupKeyOutcome } from './auth/api-keys.ts';
+import { AuditLog } from './audit/log.ts';
+import { auditServiceEvents } from './audit/observer.ts';
+import { reportStartupKey, type StartupKeyOutcome } from './auth/api-keys.ts';
 import { requireBearer } from './auth/middleware.ts';
-import { TokenService } from './auth/tokens.ts';
 import { backupHandlers } from './backup-api/index.ts';
 import type { Config } from './config.ts';
 import type { RequestContext, Services } from './context.ts';
+import { openDeployment } from './deployment.ts';
+import { createServiceEvents } from './events.ts';
+import { Health } from './health.ts';
+import { Destinations } from './destinations/registry.ts';
+import type { S3Limits } from './engine/storage/s3-retry.ts';
 import { clientAddress, clientKey } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
 import { ApiError } from './http/errors.ts';
@@ -21,19 +27,20 @@ import { createLogger, requestLogger } from './http/logger.ts';
 import { GENERATED_DIR, loadDocument, mergeDocuments, openApiValidator, takesBody } from './http/openapi.ts';
 import { httpsPolicy } from './http/https-policy.ts';
 import { listen } from './http/listen.ts';
+import { operationLookup } from './http/operation-of.ts';
 import { handlerRoute } from './http/operation-route.ts';
 import { failureLimit, rateLimit } from './http/rate-limit.ts';
+import { reportRefusals } from './http/refusals.ts';
 import { requestId } from './http/request-id.ts';
 import { routeGuard } from './http/route-guard.ts';
-import { JobQueue } from './jobs/queue.ts';
-import { repositoryLockKey, repositorySecret } from './jobs/repositories.ts';
-import { createJobRunner } from './jobs/runners.ts';
+import { Metrics } from './metrics/index.ts';
+import { PROBE_OPERATIONS } from './probes/index.ts';
 import { ACCOUNT_WINDOW_MS, AUTH_FAILURES, planLimit, TOKEN_REQUESTS, TOOL_LIMITS } from './ratelimit/limits.ts';
+import { RedisRateLimitStore } from './ratelimit/redis.ts';
 import { openRateLimitStore } from './ratelimit/select.ts';
 import type { RateLimitStore } from './ratelimit/store.ts';
-import { loadOrCreateSecret } from './secrets.ts';
-import { Store } from './store/index.ts';
-import { ServerCertificate } from './tls/server-certificate.ts';
+import { storageCheck } from './storage-space.ts';
+import { certificateCheck, ServerCertificate } from './tls/server-certificate.ts';
 import { toolsHandlers } from './tools-api/index.ts';
 import { targetPolicy } from './tools-api/net/target-policy.ts';
 
@@ -45,6 +52,10 @@ export interface AppOptions {
   siteCheck?: Partial<Services['siteCheck']>;
   ipInfo?: Services['ipInfo'];
   rateLimitStore?: RateLimitStore;
+  /** Where audit lines go (default: AUDIT_LOG). */
+  auditLog?: AuditLog;
+  /** Object-store timeouts and retries (fault tests shorten them); the defaults otherwise. */
+  s3Limits?: S3Limits;
 }
 
 export interface BackupServiceApp {
@@ -54,6 +65,8 @@ export interface BackupServiceApp {
   startupKey: StartupKeyOutcome;
   recovered: { interrupted: string[]; requeued: number };
   listen(port?: number, host?: string): Promise<Server>;
+  /** Serves /metrics on its own listener (default METRICS_PORT, METRICS_HOST); null when metrics are off. */
+  listenMetrics(port?: number, host?: string): Promise<Server | null>;
   /** Graceful stop: refuse new requests, let running ones finish, interrupt jobs, close the database. */
   close(): Promise<void>;
 }
@@ -68,29 +81,39 @@ function packageVersion(): string {
 
 export async function createApp(config: Config, options: AppOptions = {}): Promise<BackupServiceApp> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const store = Store.open(config.dataDir);
-  const tokens = new TokenService(loadOrCreateSecret(config.dataDir, 'token-signing-key', 32));
-  const startupKey = await ensureStartupKey(store, config.bootstrap);
-
-  const run = createJobRunner({
-    store,
-    dataDir: config.dataDir,
-    allowedRoots: config.allowedRoots,
-    secret: repositorySecret(config.dataDir, config.repositoryPassword),
-    logger,
+  const events = createServiceEvents();
+  const audit = options.auditLog ?? AuditLog.open(config.audit);
+  auditServiceEvents(events, audit, logger);
+  // Observers first: what start-up does (a key made, jobs recovered) is counted and audited too.
+  const metrics = config.metrics.port === null ? null : new Metrics(logger);
+  metrics?.observe(events);
+  const destinations = new Destinations(config.destinations, options.s3Limits ? { s3Limits: options.s3Limits } : {});
+  await destinations.validate().catch((err: unknown) => {
+    destinations.close();
+    audit.close();
+    throw err;
   });
-  const queue = new JobQueue({ store, run, logger, concurrency: config.jobConcurrency });
-  const recovery = store.jobs.recover();
-  for (const { kind, id } of recovery.queued) {
-    const job = kind === 'backup' ? store.jobs.getBackup(id) : store.jobs.getRestore(id);
-    if (!job) continue;
-    const destination = 'destination' in job ? job.destination : (store.jobs.getBackup(job.backupId)?.destination ?? 'cloud');
-    queue.enqueue(kind, id, repositoryLockKey(job.accountId, destination));
-  }
-  if (recovery.interrupted.length || recovery.queued.length) {
-    logger.warn({ interrupted: recovery.interrupted, requeued: recovery.queued.length }, 'recovered jobs left by the previous run');
-  }
+  if (destinations.kindOf('cloud') === 'local') logger.warn('destination cloud is kept on this server\'s own disk, not off-site; set CLOUD_S3_BUCKET to keep it in object storage (docs/deploy.md)');
+  // The certificate first: a bad TLS file stops the start before the data directory is locked.
+  const certificate = config.tls ? new ServerCertificate(config.tls, logger) : undefined;
+  const { store, queue, tokens, repositories, schedule, startupKey, recovered } = await openDeployment(config, logger, destinations, { events }).catch((err: unknown) => {
+    certificate?.close();
+    destinations.close();
+    audit.close();
+    throw err;
+  });
+  await reportStartupKey(events, store, startupKey);
+
+  const health = new Health({ database: () => store.ping(), storage: () => storageCheck(config.dataDir, config.storageFree) });
+  if (certificate) health.add({ name: 'certificate', advisory: true, run: () => certificateCheck(certificate) });
+  if (destinations.hasObjectStore) health.add({ name: 'object_store', run: () => destinations.checkObjectStores() });
+  metrics?.readAtScrape({
+    store,
+    queue,
+    dataDir: config.dataDir,
+    threshold: config.storageFree,
+    ...(certificate ? { certificateExpiry: () => certificate.current.notAfter } : {}),
+  });
 
   const services: Services = {
     config,
@@ -98,11 +121,15 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     tokens,
     queue,
     logger,
+    events,
+    health,
     startedAt: Date.now(),
     version: packageVersion(),
     siteCheck: { policy: targetPolicy({ allowPrivate: config.checkSiteAllowPrivate }), ...options.siteCheck },
     ipInfo: options.ipInfo ?? {},
-    certificate: config.tls ? new ServerCertificate(config.tls, logger) : undefined,
+    certificate,
+    repositories,
+    destinations,
   };
 
   const specDir = options.specDir ?? GENERATED_DIR;
@@ -110,8 +137,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     { doc: loadDocument(specDir, 'backup'), basePath: backupBasePath },
     { doc: loadDocument(specDir, 'tools'), basePath: toolsBasePath },
   ]);
-  const validator = openApiValidator(merged, config.validateResponses);
+  const validator = await openApiValidator(merged, config.validateResponses);
   const limits = options.rateLimitStore ?? (await openRateLimitStore(config.redisUrl, logger));
+  if (limits instanceof RedisRateLimitStore) health.add({ name: 'redis', run: () => limits.ping() });
   const limited = (handler: RequestHandler): RequestHandler[] => (config.rateLimitsEnabled ? [handler] : []);
   // Failed authentications per client address: counted on POST /auth/token (which it blocks once
   // used up) and, through the error middleware, on every 401 of the other operations.
@@ -143,14 +171,22 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   app.set('strict routing', true);
   app.set('etag', false);
 
+  const operationOf = operationLookup([
+    ...Object.entries(backupOperations).map(([operationId, op]) => ({ operationId, method: op.method, expressPath: backupBasePath + op.expressPath })),
+    ...Object.entries(toolsOperations).map(([operationId, op]) => ({ operationId, method: op.method, expressPath: toolsBasePath + op.expressPath })),
+  ]);
+  // The probes answer until the process exits: /livez 200, /readyz 503 from the start of shutdown.
+  const probePaths = new Set(PROBE_OPERATIONS.map((id) => toolsBasePath + toolsOperations[id].path));
+
   app.use(cors(config.corsOrigins));
   app.use(requestId());
-  app.use(requestLogger(logger));
-  app.use(httpsPolicy());
-  app.use((_req, res, next) => {
+  app.use(requestLogger(logger, probePaths));
+  if (metrics) app.use(metrics.http(operationOf));
+  app.use(httpsPolicy(probePaths));
+  app.use((req, res, next) => {
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
-    if (shuttingDown) {
+    if (shuttingDown && !probePaths.has(req.path)) {
       res.setHeader('Connection', 'close');
       next(new ApiError('SERVICE_UNAVAILABLE', 'The server is shutting down; retry shortly.', {}, { 'Retry-After': '5' }));
       return;
@@ -177,34 +213,45 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       chain.push(bearer, ...limited(accountLimit));
     }
     const handler = backupHandlers[operationId as keyof typeof backupHandlers];
-    app[op.method](backupBasePath + op.expressPath, ...chain, ...body(backupBasePath + op.path, op.method), ...validator, handlerRoute(handler, context));
+    app[op.method](backupBasePath + op.expressPath, ...chain, ...body(backupBasePath + op.path, op.method), ...validator(op.method, backupBasePath + op.path), handlerRoute(handler, context));
   }
   for (const [operationId, op] of Object.entries(toolsOperations)) {
     const id = operationId as keyof typeof toolsOperations;
+    const limit = TOOL_LIMITS[id]; // none for the probes (x-rate-limit-exempt)
     app[op.method](
       toolsBasePath + op.expressPath,
-      ...limited(toolLimit(id, TOOL_LIMITS[id])),
+      ...(limit === undefined ? [] : limited(toolLimit(id, limit))),
       ...body(toolsBasePath + op.path, op.method),
-      ...validator,
+      ...validator(op.method, toolsBasePath + op.path),
       handlerRoute(toolsHandlers[id], context),
     );
   }
   app.use((_req, _res, next) => next(new ApiError('NOT_FOUND', 'No such resource.')));
   if (config.rateLimitsEnabled) app.use(authFailures.countErrors);
+  app.use(reportRefusals(events, operationOf));
   app.use(errorHandler(logger));
 
   let server: Server | undefined;
+  let metricsServer: Server | null = null;
   return {
     app,
     services,
     startupKey,
-    recovered: { interrupted: recovery.interrupted, requeued: recovery.queued.length },
+    recovered,
     async listen(port = config.port, host = config.host) {
       server = await listen(app, { port, host, certificate: services.certificate });
       return server;
     },
+    async listenMetrics(port = config.metrics.port ?? undefined, host = config.metrics.host) {
+      if (!metrics || port === undefined) return null;
+      metricsServer = await metrics.listen(port, host);
+      return metricsServer;
+    },
     async close() {
-      if (shuttingDown) return;
+      if (shuttingDown || health.draining) return;
+      // Readiness off first; the API keeps serving while load balancers take the instance out.
+      health.draining = true;
+      if (config.shutdownDrainMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
       shuttingDown = true;
       const closed = server
         ? new Promise<void>((resolve) => {
@@ -214,12 +261,16 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         : Promise.resolve();
       // Jobs and in-flight requests share one SHUTDOWN_TIMEOUT_MS, so the whole stop is bounded by it.
       const timer = setTimeout(() => server?.closeAllConnections(), config.shutdownTimeoutMs);
+      schedule.stop();
       await queue.close(config.shutdownTimeoutMs);
       await closed;
       clearTimeout(timer);
       if (!options.rateLimitStore) await limits.close?.();
       services.certificate?.close();
-      store.close();
+      await store.close();
+      metricsServer?.close();
+      audit.close();
+      destinations.close();
     },
   };
 }

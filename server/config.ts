@@ -1,10 +1,21 @@
 import { homedir } from 'node:os';
 import { delimiter, isAbsolute, resolve } from 'node:path';
 import { parseCorsOrigins, type CorsOrigins } from './cors-origins.ts';
+import { ConfigError, parseBool, parseInt10 } from './config-values.ts';
+import { loadAuditSettings, type AuditSettings } from './audit/settings.ts';
+import { loadDestinations, type DestinationSettings } from './destinations/settings.ts';
 import { parseTrustProxy, type TrustProxySetting } from './http/client-address.ts';
+import { loadJobSettings, type JobSettings } from './jobs/settings.ts';
+import { loadKeySettings, type KeySettings } from './keys/settings.ts';
 import { parseRedisUrl } from './ratelimit/select.ts';
 import { tlsFilesFromEnv, type TlsFiles } from './tls/certificate.ts';
 import { assertPlainHttpOnLoopback } from './tls/loopback.ts';
+import { loadMetricsSettings, type MetricsSettings } from './metrics/settings.ts';
+import { loadFreeSpaceThreshold, type FreeSpaceThreshold } from './storage-space.ts';
+import { loadDatabaseUrl } from './store/settings.ts';
+import { loadMaintenanceSettings, type MaintenanceSettings } from './maintenance/settings.ts';
+
+export { ConfigError };
 
 export type Plan = 'free_trial' | 'pro' | 'business';
 export const PLANS: readonly Plan[] = ['free_trial', 'pro', 'business'];
@@ -30,8 +41,6 @@ export interface Config {
   rateLimitsEnabled: boolean;
   /** CHECK_SITE_ALLOW_PRIVATE=true lets check-site dial private/loopback targets (tests only). */
   checkSiteAllowPrivate: boolean;
-  /** BACKUP_REPOSITORY_PASSWORD; when unset a random one is kept in DATA_DIR/secrets. */
-  repositoryPassword: string | undefined;
   /** LOG_LEVEL, default info. */
   logLevel: string;
   /** SHUTDOWN_TIMEOUT_MS: how long in-flight requests may take after SIGTERM, default 10000. */
@@ -42,30 +51,23 @@ export interface Config {
   tls: TlsFiles | null;
   /** CORS_ORIGINS: origins whose browser pages may call the APIs ("*" for any); none by default. */
   corsOrigins: CorsOrigins;
-}
-
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
-
-function parseBool(name: string, raw: string | undefined, fallback: boolean): boolean {
-  if (raw === undefined || raw === '') return fallback;
-  const v = raw.trim().toLowerCase();
-  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
-  if (['0', 'false', 'no', 'off'].includes(v)) return false;
-  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
-}
-
-function parseInt10(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
-  }
-  return n;
+  /** DATABASE_URL: PostgreSQL (several instances); unset, SQLite in DATA_DIR (docs/deploy.md). */
+  databaseUrl: string | null;
+  /** JOB_LEASE_MS, JOB_QUEUE_LIMIT, JOB_ACCOUNT_CONCURRENCY. */
+  jobs: JobSettings;
+  /** MASTER_KEY(_FILE), TOKEN_SIGNING_KEY(_FILE), and 1.0.0's BACKUP_REPOSITORY_PASSWORD (migration only). */
+  keys: KeySettings;
+  /** STORAGE_MIN_FREE_BYTES, STORAGE_MIN_FREE_PERCENT: below either, /status reports the storage degraded. */
+  storageFree: FreeSpaceThreshold;
+  maintenance: MaintenanceSettings;
+  /** SHUTDOWN_DRAIN_MS, default 0: after SIGTERM, /readyz answers 503 while the API still serves this long, so load balancers stop routing first. */
+  shutdownDrainMs: number;
+  /** METRICS_PORT, METRICS_HOST: the Prometheus listener (server/metrics/settings.ts). */
+  metrics: MetricsSettings;
+  /** AUDIT_LOG, AUDIT_LOG_MAX_BYTES, AUDIT_LOG_KEEP (server/audit/settings.ts). */
+  audit: AuditSettings;
+  /** `local`, `cloud` (in a bucket with CLOUD_S3_BUCKET) and those of DESTINATIONS_FILE. */
+  destinations: DestinationSettings[];
 }
 
 function parseTrustProxySetting(raw: string | undefined): TrustProxySetting {
@@ -118,10 +120,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     throw new ConfigError('BACKUP_BOOTSTRAP_SECRET must be at least 16 characters');
   }
 
+  const dataDir = resolve(cwd, env.DATA_DIR?.trim() || './data');
   const config: Config = {
     port: parseInt10('PORT', env.PORT, 8080, 0, 65535),
     host: env.HOST?.trim() || '127.0.0.1',
-    dataDir: resolve(cwd, env.DATA_DIR?.trim() || './data'),
+    dataDir,
     allowedRoots: allowedRoots.map((r) => resolve(r)),
     bootstrap:
       apiKey && secret ? { apiKey, secret, plan: parsePlan('BACKUP_BOOTSTRAP_PLAN', env.BACKUP_BOOTSTRAP_PLAN) } : null,
@@ -130,12 +133,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     validateResponses: parseBool('VALIDATE_RESPONSES', env.VALIDATE_RESPONSES, true),
     rateLimitsEnabled: parseBool('RATE_LIMITS', env.RATE_LIMITS, true),
     checkSiteAllowPrivate: parseBool('CHECK_SITE_ALLOW_PRIVATE', env.CHECK_SITE_ALLOW_PRIVATE, false),
-    repositoryPassword: env.BACKUP_REPOSITORY_PASSWORD || undefined,
     logLevel: env.LOG_LEVEL?.trim() || 'info',
     shutdownTimeoutMs: parseInt10('SHUTDOWN_TIMEOUT_MS', env.SHUTDOWN_TIMEOUT_MS, 10_000, 0, 600_000),
     redisUrl: setting(() => parseRedisUrl(env.REDIS_URL)),
     tls: setting(() => tlsFilesFromEnv(env, cwd)),
     corsOrigins: setting(() => parseCorsOrigins(env.CORS_ORIGINS)),
+    databaseUrl: loadDatabaseUrl(env),
+    jobs: loadJobSettings(env),
+    keys: loadKeySettings(env, dataDir, cwd),
+    storageFree: loadFreeSpaceThreshold(env),
+    maintenance: loadMaintenanceSettings(env, loadDatabaseUrl(env) !== null),
+    shutdownDrainMs: parseInt10('SHUTDOWN_DRAIN_MS', env.SHUTDOWN_DRAIN_MS, 0, 0, 600_000),
+    metrics: loadMetricsSettings(env),
+    audit: loadAuditSettings(env, cwd),
+    destinations: setting(() => loadDestinations(env, dataDir)),
   };
   setting(() => assertPlainHttpOnLoopback(config));
   return config;

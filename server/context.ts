@@ -1,9 +1,13 @@
 import type { Logger } from 'pino';
 import type { TokenService } from './auth/tokens.ts';
 import type { Config } from './config.ts';
+import type { ServiceEvents } from './events.ts';
+import type { Health } from './health.ts';
+import type { Destinations } from './destinations/registry.ts';
 import { ApiError } from './http/errors.ts';
 import type { AuthContext } from './http/locals.ts';
 import type { JobQueue } from './jobs/queue.ts';
+import type { RepositoryOpener } from './jobs/repositories.ts';
 import type { Store } from './store/index.ts';
 import type { ServerCertificate } from './tls/server-certificate.ts';
 import type { CheckSiteOptions } from './tools-api/net/check-site.ts';
@@ -16,6 +20,10 @@ export interface Services {
   tokens: TokenService;
   queue: JobQueue;
   logger: Logger;
+  /** What the service reports as it works (metrics and the audit log listen). */
+  events: ServiceEvents;
+  /** The named dependency checks /status and /readyz share, and the draining flag. */
+  health: Health;
   /** Epoch ms when the process started serving. */
   startedAt: number;
   version: string;
@@ -25,6 +33,10 @@ export interface Services {
   ipInfo: IpInfoOptions;
   /** The served TLS certificate (rotated in place), when TLS_CERT_FILE/TLS_KEY_FILE are set. */
   certificate: ServerCertificate | undefined;
+  /** Opens an account's repositories (deleting backups, usage). */
+  repositories: RepositoryOpener;
+  /** The configured destinations: name → kind and, for the job runner, each account's Backend. */
+  destinations: Destinations;
 }
 
 /** What a handler knows about the request beyond its validated input. */

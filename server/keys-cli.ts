@@ -1,16 +1,24 @@
 // `npm run keys -- create [--plan free_trial|pro|business] [--account acc_…] [--label text]`
 // `npm run keys -- list`
 // `npm run keys -- revoke key_…`
-// The stand-in for the desktop application's settings page; works on DATA_DIR like the server.
+// `npm run keys -- rotate-master`
+// The stand-in for the desktop application's settings page; works on the server's store (DATA_DIR,
+// or DATABASE_URL) while the server runs. rotate-master needs every server stopped.
 import { parseArgs } from 'node:util';
+import { AuditLog } from './audit/log.ts';
+import { auditServiceEvents } from './audit/observer.ts';
 import { createApiKey } from './auth/api-keys.ts';
 import { ConfigError, loadConfig, PLANS, type Plan } from './config.ts';
-import { Store } from './store/index.ts';
+import { createServiceEvents } from './events.ts';
+import { createLogger } from './http/logger.ts';
+import { rotateMasterKey } from './keys/rotate.ts';
+import { DataDirLockedError, openStore } from './store/index.ts';
 
 const USAGE = `Usage:
   npm run keys -- create [--plan free_trial|pro|business] [--account acc_…] [--label text]
   npm run keys -- list
-  npm run keys -- revoke key_…`;
+  npm run keys -- revoke key_…
+  npm run keys -- rotate-master   (every server stopped first)`;
 
 export async function runKeysCli(argv: string[], env: NodeJS.ProcessEnv, out: (line: string) => void): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -24,7 +32,19 @@ export async function runKeysCli(argv: string[], env: NodeJS.ProcessEnv, out: (l
     return command || values.help ? 0 : 64;
   }
   const config = loadConfig(env);
-  const store = Store.open(config.dataDir);
+  let store;
+  try {
+    // Rotation takes DATA_DIR's server lock (embedded): no server may run on the old key meanwhile.
+    store = await openStore(config, { exclusive: command === 'rotate-master' });
+  } catch (err) {
+    if (!(err instanceof DataDirLockedError)) throw err;
+    out(`${err.message} The master key can be rotated only while no server runs.`);
+    return 75;
+  }
+  // Key changes go to the audit log the server writes (AUDIT_LOG), as the server's own do.
+  const audit = AuditLog.open(config.audit);
+  const events = createServiceEvents();
+  auditServiceEvents(events, audit, createLogger('error', process.stderr));
   try {
     switch (command) {
       case 'create': {
@@ -34,6 +54,7 @@ export async function runKeysCli(argv: string[], env: NodeJS.ProcessEnv, out: (l
           return 64;
         }
         const key = await createApiKey(store, { plan, ...(values.account ? { accountId: values.account } : {}), ...(values.label ? { label: values.label } : {}) });
+        events.emit('key.created', { accountId: key.accountId, keyId: key.apiKey, plan: key.plan, via: 'cli' });
         out(`api_key: ${key.apiKey}`);
         out(`secret:  ${key.secret}`);
         out(`account: ${key.accountId} (plan ${key.plan})`);
@@ -41,7 +62,7 @@ export async function runKeysCli(argv: string[], env: NodeJS.ProcessEnv, out: (l
         return 0;
       }
       case 'list': {
-        const keys = store.accounts.listKeys();
+        const keys = await store.accounts.listKeys();
         if (keys.length === 0) out('No API keys.');
         for (const k of keys) {
           out([k.id, k.accountId, k.plan, k.revokedAt ? `revoked ${k.revokedAt}` : 'active', `created ${k.createdAt}`, k.label ?? ''].join('\t').trimEnd());
@@ -54,11 +75,20 @@ export async function runKeysCli(argv: string[], env: NodeJS.ProcessEnv, out: (l
           out(USAGE);
           return 64;
         }
-        if (!store.accounts.revokeKey(id)) {
+        const key = await store.accounts.getKey(id);
+        if (!key || !(await store.accounts.revokeKey(id))) {
           out(`No API key ${id}.`);
           return 1;
         }
+        if (!key.revokedAt) events.emit('key.revoked', { accountId: key.accountId, keyId: id, via: 'cli' });
         out(`Revoked ${id}; tokens issued for it stop working at once.`);
+        return 0;
+      }
+      case 'rotate-master': {
+        const { rewrapped, file } = await rotateMasterKey(store, config.keys);
+        events.emit('master_key.rotated', { rewrapped, via: 'cli' });
+        out(`Rotated the master key in ${file}: ${rewrapped} repository keys rewrapped, no data rewritten.`);
+        out('Give every server the new key file before starting it again.');
         return 0;
       }
       default:
@@ -69,7 +99,8 @@ export async function runKeysCli(argv: string[], env: NodeJS.ProcessEnv, out: (l
     out(err instanceof Error ? err.message : String(err));
     return 1;
   } finally {
-    store.close();
+    await store.close();
+    audit.close();
   }
 }
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Store } from './store/index.ts';
+import { openStore } from './store/index.ts';
 import { alive, childrenOf, run, startServerProcess, type Started } from './testing/processes.ts';
 
 const SHUTDOWN_TIMEOUT_MS = 2000;
@@ -35,6 +35,7 @@ async function npmStartWithRunningBackup(name: string): Promise<{ npm: Started; 
   const port = await freePort();
   const npm = run('npm', ['start', '--silent'], {
     DATA_DIR: dataDir,
+    MASTER_KEY_FILE: join(dir, 'keys', 'master.key'),
     BACKUP_ALLOWED_ROOTS: join(dir, 'root'),
     PORT: String(port),
     SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
@@ -66,12 +67,12 @@ async function allGone(pids: number[], timeoutMs: number): Promise<number> {
   return Date.now() - started;
 }
 
-function recordedJob(dataDir: string, id: string) {
-  const store = Store.open(dataDir);
+async function recordedJob(dataDir: string, id: string) {
+  const store = await openStore({ dataDir, databaseUrl: null });
   try {
-    return store.jobs.getBackup(id);
+    return await store.jobs.getBackup(id);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -82,11 +83,11 @@ describe('stopping `npm start`', () => {
     const ms = await allGone([npm.child.pid!, serverPid], SHUTDOWN_TIMEOUT_MS + 5000);
     expect(ms).toBeLessThan(SHUTDOWN_TIMEOUT_MS + 5000);
     expect(npm.output()).toContain('"reason":"SIGTERM"');
-    expect(recordedJob(dataDir, jobId)).toMatchObject({ status: 'failed', error: { code: 'INTERRUPTED' } });
+    expect(await recordedJob(dataDir, jobId)).toMatchObject({ status: 'failed', error: { code: 'INTERRUPTED' } });
   }, 60_000);
 
   it('stops on SIGTERM even when nobody reads its output any more (the terminal or pipe is gone)', async () => {
-    const server = startServerProcess({ DATA_DIR: join(dir, 'no-reader'), BACKUP_ALLOWED_ROOTS: join(dir, 'root'), PORT: '0', SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) });
+    const server = startServerProcess({ DATA_DIR: join(dir, 'no-reader'), MASTER_KEY_FILE: join(dir, 'keys', 'master.key'), BACKUP_ALLOWED_ROOTS: join(dir, 'root'), PORT: '0', SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS) });
     await server.listening();
     server.child.stdout!.destroy();
     server.child.stderr!.destroy();
@@ -101,6 +102,6 @@ describe('stopping `npm start`', () => {
     process.kill(npm.child.pid!, 'SIGKILL');
     const ms = await allGone([npm.child.pid!, serverPid], SHUTDOWN_TIMEOUT_MS + 5000);
     expect(ms).toBeLessThan(SHUTDOWN_TIMEOUT_MS + 5000);
-    expect(recordedJob(dataDir, jobId)).toMatchObject({ status: 'failed', error: { code: 'INTERRUPTED' } });
+    expect(await recordedJob(dataDir, jobId)).toMatchObject({ status: 'failed', error: { code: 'INTERRUPTED' } });
   }, 60_000);
 });

@@ -1,9 +1,10 @@
 /**
  * How the running server reacts to its process environment:
  *
- * - SIGTERM / SIGINT: graceful stop (no new requests, running jobs recorded INTERRUPTED,
- *   in-flight requests given SHUTDOWN_TIMEOUT_MS), then exit 0. Whatever still hangs 4 s after
- *   that is cut by exiting 1, so the process is gone within SHUTDOWN_TIMEOUT_MS + 5 s.
+ * - SIGTERM / SIGINT: graceful stop (readiness off and SHUTDOWN_DRAIN_MS of serving, then no new
+ *   requests, running jobs recorded INTERRUPTED, in-flight requests given SHUTDOWN_TIMEOUT_MS),
+ *   then exit 0. Whatever still hangs 4 s after that is cut by exiting 1, so the process is gone
+ *   within SHUTDOWN_DRAIN_MS + SHUTDOWN_TIMEOUT_MS + 5 s.
  * - When started by an npm script (`npm start`), the npm process is the parent: if it goes away
  *   (killed, or it did not pass the signal on), the server stops the same way, never orphaned.
  * - SIGHUP: read the TLS certificate files again now, instead of at the next periodic check.
@@ -16,15 +17,16 @@ const HARD_STOP_GRACE_MS = 4000;
 const PARENT_CHECK_MS = 1000;
 
 export function handleSignals(service: BackupServiceApp, logger: Logger): void {
-  const { shutdownTimeoutMs } = service.services.config;
+  const { shutdownTimeoutMs, shutdownDrainMs } = service.services.config;
+  const limitMs = shutdownDrainMs + shutdownTimeoutMs + HARD_STOP_GRACE_MS;
   let stopping = false;
   const stop = (reason: string): void => {
     if (stopping) return;
     stopping = true;
     setTimeout(() => {
-      logger.error({ after_ms: shutdownTimeoutMs + HARD_STOP_GRACE_MS }, 'shutdown did not finish in time; exiting');
+      logger.error({ after_ms: limitMs }, 'shutdown did not finish in time; exiting');
       process.exit(1);
-    }, shutdownTimeoutMs + HARD_STOP_GRACE_MS).unref();
+    }, limitMs).unref();
     logger.info({ reason }, 'shutting down');
     service.close().then(
       () => {

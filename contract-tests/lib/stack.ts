@@ -76,7 +76,9 @@ export async function startServer(name: string, extraEnv: Record<string, string>
     env: {
       PORT: String(port),
       HOST: '127.0.0.1',
+      METRICS_PORT: String(await freePort()),
       DATA_DIR: dataDir,
+      MASTER_KEY_FILE: join(dir, 'keys', 'master.key'),
       BACKUP_ALLOWED_ROOTS: allowedRoot,
       BACKUP_BOOTSTRAP_API_KEY: CREDENTIALS.apiKey,
       BACKUP_BOOTSTRAP_SECRET: CREDENTIALS.secret,

@@ -28,10 +28,14 @@ export async function storeUnavailableFlows(s: Session, dataDir: string, source:
     await s.call('backup', 'GET', `/backup/${backupId}`, { expect: 200 });
     await s.call('backup', 'GET', `/backup/${MISSING_BACKUP}`, { expect: 404 });
     await s.call('backup', 'GET', '/status', { expect: 200 });
+    // Readiness takes the write lock in its database check, so it is not ready while the lock is held.
+    await s.call('tools', 'GET', '/readyz', { expect: 503 });
+    await s.call('tools', 'GET', '/livez', { expect: 200 });
   } finally {
     db.exec('ROLLBACK');
     db.close();
   }
-  // And writes work again once the lock is gone.
+  // And writes work again once the lock is gone; the instance is ready again.
+  await s.call('tools', 'GET', '/readyz', { expect: 200 });
   await s.call('tools', 'POST', '/api/newsletter/subscribe', { headers: { 'X-Forwarded-For': '198.51.100.251' }, body: { email: 'locked@example.com', source: 'faults' }, expect: 201 });
 }

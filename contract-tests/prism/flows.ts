@@ -41,6 +41,11 @@ export async function backupFlows(s: Session, env: FlowEnv): Promise<{ backupId:
   // System status and tokens.
   await s.call('backup', 'GET', '/status', { expect: 200 });
   await s.call('backup', 'GET', '/status?verbose=1', { expect: 400 });
+  // The health probes at the site origin (tools document).
+  await s.call('tools', 'GET', '/livez', { expect: 200 });
+  await s.call('tools', 'GET', '/livez?verbose=1', { expect: 400 });
+  await s.call('tools', 'GET', '/readyz', { expect: 200 });
+  await s.call('tools', 'GET', '/readyz?verbose=1', { expect: 400 });
   const login = from();
   await s.call('backup', 'POST', '/auth/token', { headers: login, body: { api_key: CREDENTIALS.apiKey, secret: 'not-the-secret-000000' }, expect: 401 });
   await s.call('backup', 'POST', '/auth/token', { headers: login, body: { api_key: CREDENTIALS.apiKey }, expect: 400 });

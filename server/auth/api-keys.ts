@@ -1,4 +1,5 @@
 import type { Plan } from '../config.ts';
+import type { ServiceEvents } from '../events.ts';
 import { newId } from '../ids.ts';
 import type { ApiKeyRecord, Store } from '../store/index.ts';
 import { DUMMY_HASH, generateSecret, hashSecret, verifySecret } from './secret-hash.ts';
@@ -18,23 +19,14 @@ export async function createApiKey(
   const secret = opts.secret ?? generateSecret();
   const secretHash = await hashSecret(secret);
   const apiKey = opts.apiKey ?? newId('key');
-  let accountId = opts.accountId;
-  if (accountId) {
-    const account = store.accounts.getAccount(accountId);
-    if (!account) throw new Error(`No account ${accountId}`);
-    store.accounts.insertKey({ id: apiKey, accountId, secretHash, label: opts.label ?? null });
-    return { apiKey, secret, accountId, plan: account.plan };
+  if (opts.accountId) {
+    const account = await store.accounts.getAccount(opts.accountId);
+    if (!account) throw new Error(`No account ${opts.accountId}`);
+    await store.accounts.insertKey({ id: apiKey, accountId: account.id, secretHash, label: opts.label ?? null });
+    return { apiKey, secret, accountId: account.id, plan: account.plan };
   }
-  store.db.exec('BEGIN IMMEDIATE');
-  try {
-    accountId = store.accounts.createAccount(opts.plan).id;
-    store.accounts.insertKey({ id: apiKey, accountId, secretHash, label: opts.label ?? null });
-    store.db.exec('COMMIT');
-  } catch (err) {
-    store.db.exec('ROLLBACK');
-    throw err;
-  }
-  return { apiKey, secret, accountId, plan: opts.plan };
+  const account = await store.accounts.createAccountWithKey(opts.plan, { id: apiKey, secretHash, label: opts.label ?? null });
+  return { apiKey, secret, accountId: account.id, plan: opts.plan };
 }
 
 /**
@@ -42,7 +34,7 @@ export async function createApiKey(
  * scrypt work, so timing does not tell which keys exist.
  */
 export async function authenticateKey(store: Store, apiKey: string, secret: string): Promise<ApiKeyRecord | null> {
-  const key = store.accounts.getKey(apiKey);
+  const key = await store.accounts.getKey(apiKey);
   const ok = await verifySecret(secret, key?.secretHash ?? DUMMY_HASH);
   if (!key || !ok || key.revokedAt) return null;
   return key;
@@ -63,18 +55,35 @@ export async function ensureStartupKey(
   bootstrap: { apiKey: string; secret: string; plan: Plan } | null,
 ): Promise<StartupKeyOutcome> {
   if (bootstrap) {
-    const existing = store.accounts.getKey(bootstrap.apiKey);
+    let existing = await store.accounts.getKey(bootstrap.apiKey);
     if (!existing) {
-      await createApiKey(store, { plan: bootstrap.plan, apiKey: bootstrap.apiKey, secret: bootstrap.secret, label: 'bootstrap' });
-      return { kind: 'bootstrap', apiKey: bootstrap.apiKey, created: true, revoked: false };
+      try {
+        await createApiKey(store, { plan: bootstrap.plan, apiKey: bootstrap.apiKey, secret: bootstrap.secret, label: 'bootstrap' });
+        return { kind: 'bootstrap', apiKey: bootstrap.apiKey, created: true, revoked: false };
+      } catch (err) {
+        // Another instance starting at the same moment made it first.
+        existing = await store.accounts.getKey(bootstrap.apiKey);
+        if (!existing) throw err;
+      }
     }
     if (!(await verifySecret(bootstrap.secret, existing.secretHash))) {
-      store.accounts.updateKeySecret(existing.id, await hashSecret(bootstrap.secret));
+      await store.accounts.updateKeySecret(existing.id, await hashSecret(bootstrap.secret));
     }
-    if (existing.plan !== bootstrap.plan) store.accounts.setPlan(existing.accountId, bootstrap.plan);
+    if (existing.plan !== bootstrap.plan) await store.accounts.setPlan(existing.accountId, bootstrap.plan);
     return { kind: 'bootstrap', apiKey: bootstrap.apiKey, created: false, revoked: existing.revokedAt !== null };
   }
-  if (store.accounts.countKeys() > 0) return { kind: 'none' };
+  if ((await store.accounts.countKeys()) > 0) return { kind: 'none' };
   const key = await createApiKey(store, { plan: 'free_trial', label: 'development' });
   return { kind: 'development', key };
+}
+
+/** Reports the key start-up created, if it created one (key.created, for the audit log). */
+export async function reportStartupKey(events: ServiceEvents, store: Store, outcome: StartupKeyOutcome): Promise<void> {
+  if (outcome.kind === 'development') {
+    const { key } = outcome;
+    events.emit('key.created', { accountId: key.accountId, keyId: key.apiKey, plan: key.plan, via: 'development' });
+  } else if (outcome.kind === 'bootstrap' && outcome.created) {
+    const key = await store.accounts.getKey(outcome.apiKey);
+    if (key) events.emit('key.created', { accountId: key.accountId, keyId: key.id, plan: key.plan, via: 'bootstrap' });
+  }
 }

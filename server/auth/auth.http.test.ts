@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { SignJWT, UnsecuredJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadOrCreateSecret } from '../secrets.ts';
+import { readKeyFile } from '../keys/key-file.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 import { runKeysCli } from '../keys-cli.ts';
 import { TOKEN_AUDIENCE, TOKEN_ISSUER, TokenService } from './tokens.ts';
@@ -31,7 +31,7 @@ describe('authentication over HTTP', () => {
   it('answers INVALID_CREDENTIALS alike for a wrong secret, an unknown key and a revoked key', async () => {
     const key = await h.newKey();
     const revoked = await h.newKey();
-    h.service.services.store.accounts.revokeKey(revoked.apiKey);
+    await h.service.services.store.accounts.revokeKey(revoked.apiKey);
     const answers = await Promise.all([
       h.request('/api/v1/auth/token', { method: 'POST', json: { api_key: key.apiKey, secret: key.secret + 'x' } }),
       h.request('/api/v1/auth/token', { method: 'POST', json: { api_key: 'key_01ABCDEFGHJKMNPQRSTVWXYZ00', secret: key.secret } }),
@@ -68,7 +68,7 @@ describe('authentication over HTTP', () => {
     const foreign = await new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).sign(Buffer.alloc(32, 7));
     expect((await list(foreign)).body.error.code).toBe('UNAUTHORIZED');
 
-    const signingKey = loadOrCreateSecret(join(h.dataDir), 'token-signing-key');
+    const signingKey = readKeyFile(join(h.dataDir, 'secrets', 'token-signing-key'));
     const past = new TokenService(signingKey, () => Date.now() - 16 * 60_000);
     const expired = await past.issue(key.accountId, key.apiKey);
     const res = await list(expired.accessToken);
@@ -85,7 +85,7 @@ describe('authentication over HTTP', () => {
 
   it('stops every token of a key the moment the key is revoked with the keys command', async () => {
     const out: string[] = [];
-    const env = { DATA_DIR: h.dataDir };
+    const env = h.env;
     expect(await runKeysCli(['create', '--plan', 'pro'], env, (l) => out.push(l))).toBe(0);
     const apiKey = out.find((l) => l.startsWith('api_key:'))!.split(/\s+/)[1]!;
     const secret = out.find((l) => l.startsWith('secret:'))!.split(/\s+/)[1]!;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { SignJWT, UnsecuredJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../http/errors.ts';
-import { tempStore } from '../store/test-helpers.ts';
+import { tempStore } from '../testing/temp-store.ts';
 import { authenticateKey, createApiKey, ensureStartupKey } from './api-keys.ts';
 import { hashSecret, verifySecret } from './secret-hash.ts';
 import { TOKEN_AUDIENCE, TOKEN_ISSUER, TokenService } from './tokens.ts';
@@ -29,30 +29,33 @@ describe('secret hashing', () => {
 });
 
 describe('API keys', () => {
-  const cleanups: Array<() => void> = [];
-  afterEach(() => cleanups.splice(0).forEach((c) => c()));
-  function fresh() {
-    const t = tempStore();
+  const cleanups: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0)) await c();
+  });
+  async function fresh() {
+    const t = await tempStore();
     cleanups.push(t.cleanup);
     return t.store;
   }
 
   it('creates a key with its own account, stores only a hash, and authenticates it', async () => {
-    const store = fresh();
+    const store = await fresh();
     const k = await createApiKey(store, { plan: 'pro' });
     expect(k.apiKey).toMatch(/^key_/);
     expect(k.accountId).toMatch(/^acc_/);
-    const row = store.db.prepare('SELECT secret_hash FROM api_keys WHERE id = ?').get(k.apiKey) as { secret_hash: string };
-    expect(row.secret_hash).not.toContain(k.secret);
+    const stored = (await store.accounts.getKey(k.apiKey))!;
+    expect(stored.secretHash).toMatch(/^scrypt\$/);
+    expect(stored.secretHash).not.toContain(k.secret);
     expect((await authenticateKey(store, k.apiKey, k.secret))?.plan).toBe('pro');
     expect(await authenticateKey(store, k.apiKey, k.secret + 'x')).toBeNull();
     expect(await authenticateKey(store, 'key_unknown', k.secret)).toBeNull();
-    store.accounts.revokeKey(k.apiKey);
+    await store.accounts.revokeKey(k.apiKey);
     expect(await authenticateKey(store, k.apiKey, k.secret)).toBeNull();
   });
 
   it('adds a second key to an existing account', async () => {
-    const store = fresh();
+    const store = await fresh();
     const a = await createApiKey(store, { plan: 'business' });
     const b = await createApiKey(store, { plan: 'free_trial', accountId: a.accountId });
     expect(b.accountId).toBe(a.accountId);
@@ -60,16 +63,16 @@ describe('API keys', () => {
   });
 
   it('creates a development key only on an empty store', async () => {
-    const store = fresh();
+    const store = await fresh();
     const first = await ensureStartupKey(store, null);
     expect(first.kind).toBe('development');
     const second = await ensureStartupKey(store, null);
     expect(second.kind).toBe('none');
-    expect(store.accounts.countKeys()).toBe(1);
+    expect(await store.accounts.countKeys()).toBe(1);
   });
 
   it('makes the bootstrap key exist with the configured secret and plan', async () => {
-    const store = fresh();
+    const store = await fresh();
     const boot = { apiKey: 'key_bootstrap', secret: 'first-secret-long-enough', plan: 'pro' as const };
     expect(await ensureStartupKey(store, boot)).toMatchObject({ kind: 'bootstrap', created: true });
     expect(await authenticateKey(store, 'key_bootstrap', boot.secret)).not.toBeNull();
@@ -77,7 +80,7 @@ describe('API keys', () => {
     expect(await ensureStartupKey(store, changed)).toMatchObject({ created: false, revoked: false });
     expect(await authenticateKey(store, 'key_bootstrap', boot.secret)).toBeNull();
     expect((await authenticateKey(store, 'key_bootstrap', changed.secret))?.plan).toBe('business');
-    store.accounts.revokeKey('key_bootstrap');
+    await store.accounts.revokeKey('key_bootstrap');
     expect(await ensureStartupKey(store, changed)).toMatchObject({ revoked: true });
     expect(await authenticateKey(store, 'key_bootstrap', changed.secret)).toBeNull();
   });

@@ -32,7 +32,7 @@ export function requireBearer(tokens: TokenService, store: Store): RequestHandle
       else next(err);
       return;
     }
-    const key = store.accounts.getKey(claims.keyId);
+    const key = await store.accounts.getKey(claims.keyId);
     if (!key || key.revokedAt || key.accountId !== claims.accountId) {
       next(unauthorized('The access token is not valid.'));
       return;

@@ -254,10 +254,10 @@ describe('Backup API over real HTTP with real files', () => {
     // The same restore slipped past the request check (the symlink appears later) fails when it runs.
     const store = h.service.services.store;
     const id = 'rst_01ARZ3NDEKTSV4RRFFQ69G5FAZ';
-    store.jobs.insertRestore({ id, accountId, backupId: backup.id, targetPath: target, paths: ['a/victim.txt'], overwrite: 'always' });
-    h.service.services.queue.enqueue('restore', id, `${accountId}/cloud`);
-    await h.service.services.queue.waitSettled('restore', id, 30_000);
-    expect(store.jobs.getRestore(id)).toMatchObject({ status: 'failed', error: { code: 'INVALID_TARGET' } });
+    const { queue } = h.service.services;
+    await queue.submitRestore({ id, accountId, repository: `${accountId}/cloud`, backupId: backup.id, targetPath: target, paths: ['a/victim.txt'], overwrite: 'always' });
+    await queue.waitSettled(id, 30_000);
+    expect(await store.jobs.getRestore(id)).toMatchObject({ status: 'failed', error: { code: 'INVALID_TARGET' } });
     // A whole restore meets the symlink as the engine creates directory a: refused as well.
     const whole = await h.request('/api/v1/restore', { method: 'POST', token, headers: { Prefer: 'wait=30' }, json: { backup_id: backup.id, target_path: target, overwrite: 'always' } });
     expect(whole.body.data.status).toBe('failed');
@@ -275,10 +275,11 @@ describe('Backup API over real HTTP with real files', () => {
     expect(restoreMissing.body.error.code).toBe('BACKUP_NOT_FOUND');
 
     // A failed backup (as the runner records one) cannot be listed, restored or cancelled.
-    const store = h.service.services.store;
     const failedId = 'bkp_01ARZ3NDEKTSV4RRFFQ69G5FAW';
-    store.jobs.insertBackup({ id: failedId, accountId, source: join(h.root, 'gone'), destination: 'cloud', compression: 'zstd', encryption: true, deduplication: true });
-    store.jobs.finish('backup', failedId, 'failed', { code: 'INVALID_SOURCE', message: 'gone' });
+    const { queue } = h.service.services;
+    const failed = { id: failedId, accountId, repository: `${accountId}/cloud`, source: join(h.root, 'gone'), destination: 'cloud', compression: 'zstd', encryption: true, deduplication: true } as const;
+    await queue.submitBackup(failed); // the source is gone by the time it runs
+    await queue.waitSettled(failedId, 30_000);
     const files = await h.request(`/api/v1/files?backup_id=${failedId}`, { token });
     expect(files.status).toBe(409);
     expect(files.body.error).toMatchObject({ code: 'BACKUP_NOT_COMPLETED', details: { status: 'failed' } });
@@ -288,7 +289,7 @@ describe('Backup API over real HTTP with real files', () => {
     const cancel = await h.request(`/api/v1/backup/${failedId}/cancel`, { method: 'POST', token });
     expect(cancel.status).toBe(409);
     expect(cancel.body.error).toMatchObject({ code: 'JOB_FINISHED', details: { status: 'failed' } });
-    expect((await h.request(`/api/v1/backup/${failedId}`, { token })).body.data.error).toEqual({ code: 'INVALID_SOURCE', message: 'gone' });
+    expect((await h.request(`/api/v1/backup/${failedId}`, { token })).body.data.error).toMatchObject({ code: 'INVALID_SOURCE' });
   });
 
   it('answers 404 BACKUP_NOT_FOUND on /files for an account without a completed backup', async () => {
@@ -336,10 +337,35 @@ describe('Backup API over real HTTP with real files', () => {
     const c1 = await h.request(`/api/v1/backup/${first.id}/cancel`, { method: 'POST', token });
     expect(c1.status).toBe(202);
     expect(['queued', 'running', 'cancelled']).toContain(c1.body.data.status);
-    await h.service.services.queue.waitSettled('backup', first.id, 30_000);
+    await h.service.services.queue.waitSettled(first.id, 30_000);
     const after = await h.request(`/api/v1/backup/${first.id}`, { token });
     expect(after.body.data.status).toBe('cancelled');
     expect(after.body.data.finished_at).not.toBeNull();
     expect((await h.request(`/api/v1/backup/${first.id}/cancel`, { method: 'POST', token })).body.error.code).toBe('JOB_FINISHED');
+  });
+
+  it("answers 429 QUEUE_FULL with Retry-After once the account has the queue limit's jobs queued", async () => {
+    const small = await startHarness({ JOB_QUEUE_LIMIT: '2', JOB_CONCURRENCY: '1' });
+    try {
+      const t = await small.tokenFor(await small.newKey('business'));
+      const src = join(small.root, 'src');
+      mkdirSync(src);
+      writeFileSync(join(src, 'f'), randomBytes(4 * 1024 * 1024));
+      // One repository runs one job at a time: of five, one may run and two wait; the others are refused.
+      const answers = await Promise.all(
+        Array.from({ length: 5 }, () => small.request('/api/v1/backup', { method: 'POST', token: t, json: { source: src, options: { deduplication: false } } })),
+      );
+      const refused = answers.filter((a) => a.status === 429);
+      expect(answers.filter((a) => a.status === 202).length).toBeLessThanOrEqual(3);
+      expect(refused.length).toBeGreaterThanOrEqual(2);
+      for (const r of refused) {
+        expect(r.body.error).toMatchObject({ code: 'QUEUE_FULL', details: { queue_limit: 2 } });
+        expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+      }
+      const other = await small.tokenFor(await small.newKey('business'));
+      expect((await small.request('/api/v1/backup', { method: 'POST', token: other, json: { source: src } })).status).toBe(202);
+    } finally {
+      await small.cleanup();
+    }
   });
 });

@@ -4,8 +4,9 @@ import { accountOf, type RequestContext } from '../context.ts';
 import { successBody } from '../http/envelope.ts';
 import { ApiError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
-import { isDestination, repositoryLockKey } from '../jobs/repositories.ts';
+import { repositoryLockKey } from '../jobs/repositories.ts';
 import { preferWait } from './prefer-wait.ts';
+import { queueFull } from './queue-full.ts';
 import { presentBackup } from './present.ts';
 
 type Op = BackupOperations['createBackup'];
@@ -22,26 +23,27 @@ export async function createBackup(req: Op['request'], ctx: RequestContext): Pro
     deduplication: req.body.options?.deduplication ?? true,
   };
 
-  const place = await confine(source, config.allowedRoots, [config.dataDir]);
+  const place = await confine(source, config.allowedRoots, [config.dataDir, ...ctx.services.destinations.localRoots()]);
   if (!place.allowed) throw new ApiError('SOURCE_NOT_ALLOWED', 'The source is outside the allowed backup roots.');
   if (!place.exists) throw new ApiError('INVALID_SOURCE', 'The source path does not exist.', { path: source });
-  if (!isDestination(destination)) {
+  if (!ctx.services.destinations.has(destination)) {
     throw new ApiError('DESTINATION_UNAVAILABLE', `No repository named ${destination} is configured.`, { destination });
   }
 
   const id = newId('bkp');
-  store.jobs.insertBackup({ id, accountId, source, destination, ...options });
-  queue.enqueue('backup', id, repositoryLockKey(accountId, destination));
+  const queued = await queue.submitBackup({ id, accountId, repository: repositoryLockKey(accountId, destination), source, destination, ...options });
+  if (!queued) throw queueFull(config.jobs.queueLimit);
+  ctx.services.events.emit('job.requested', { job: queued, requestId: ctx.requestId, clientIp: ctx.clientIp });
 
   const wait = preferWait(req.headers.prefer);
-  if (wait !== null && wait > 0) await queue.waitSettled('backup', id, wait * 1000);
-  const job = store.jobs.getBackup(id)!;
+  if (wait !== null && wait > 0) await queue.waitSettled(id, wait * 1000);
+  const job = (await store.jobs.getBackup(id))!;
   return {
     status: 202,
     headers: {
       Location: `/api/v1/backup/${id}`,
       ...(wait !== null ? { 'Preference-Applied': `wait=${wait}` } : {}),
     },
-    body: successBody(presentBackup(job), ctx.requestId),
+    body: successBody(presentBackup(job, ctx.services.destinations), ctx.requestId),
   };
 }

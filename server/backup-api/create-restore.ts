@@ -7,9 +7,10 @@ import { accountOf, type RequestContext } from '../context.ts';
 import { successBody } from '../http/envelope.ts';
 import { ApiError } from '../http/errors.ts';
 import { newId } from '../ids.ts';
-import { repositoryLockKey } from '../jobs/repositories.ts';
 import { backupNotFound } from './get-backup.ts';
 import { preferWait } from './prefer-wait.ts';
+import { requestPath } from './request-path.ts';
+import { queueFull } from './queue-full.ts';
 import { presentRestore } from './present.ts';
 
 type Op = BackupOperations['createRestore'];
@@ -37,15 +38,15 @@ export async function createRestore(req: Op['request'], ctx: RequestContext): Pr
   const paths = req.body.paths ?? null;
   const overwrite = req.body.overwrite ?? 'never';
 
-  const backup = store.jobs.getBackup(backupId, accountId);
+  const backup = await store.jobs.getBackup(backupId, accountId);
   if (!backup) throw backupNotFound(backupId);
   if (backup.status !== 'completed') {
     throw new ApiError('BACKUP_NOT_COMPLETED', `Only completed backups can be restored; this one is ${backup.status}.`, { backup_id: backupId, status: backup.status });
   }
-  const place = await confine(targetPath, config.allowedRoots, [config.dataDir]);
+  const place = await confine(targetPath, config.allowedRoots, [config.dataDir, ...ctx.services.destinations.localRoots()]);
   if (!place.allowed) throw new ApiError('TARGET_NOT_ALLOWED', 'The target is outside the allowed restore roots.');
-  for (const p of paths ?? []) {
-    if (!store.files.matches(backupId, p)) {
+  for (const [i, p] of (paths ?? []).entries()) {
+    if (!(await store.files.matches(backupId, requestPath(p, `/body/paths/${i}`)))) {
       throw new ApiError('INVALID_SOURCE', 'An entry of paths matches nothing in the backup.', { path: p });
     }
   }
@@ -61,17 +62,18 @@ export async function createRestore(req: Op['request'], ctx: RequestContext): Pr
   }
 
   const id = newId('rst');
-  store.jobs.insertRestore({ id, accountId, backupId, targetPath, paths, overwrite });
-  queue.enqueue('restore', id, repositoryLockKey(accountId, backup.destination));
+  const queued = await queue.submitRestore({ id, accountId, repository: backup.repository, backupId, targetPath, paths, overwrite });
+  if (!queued) throw queueFull(config.jobs.queueLimit);
+  ctx.services.events.emit('job.requested', { job: queued, requestId: ctx.requestId, clientIp: ctx.clientIp });
 
   const wait = preferWait(req.headers.prefer);
-  if (wait !== null && wait > 0) await queue.waitSettled('restore', id, wait * 1000);
+  if (wait !== null && wait > 0) await queue.waitSettled(id, wait * 1000);
   return {
     status: 202,
     headers: {
       Location: `/api/v1/restore/${id}`,
       ...(wait !== null ? { 'Preference-Applied': `wait=${wait}` } : {}),
     },
-    body: successBody(presentRestore(store.jobs.getRestore(id)!), ctx.requestId),
+    body: successBody(presentRestore((await store.jobs.getRestore(id))!), ctx.requestId),
   };
 }

@@ -12,6 +12,7 @@ export async function createToken(req: Op['request'], ctx: RequestContext): Prom
   const key = await authenticateKey(store, req.body.api_key, req.body.secret);
   if (!key) throw new ApiError('INVALID_CREDENTIALS', 'The API key or secret is not valid.');
   const token = await tokens.issue(key.accountId, key.id);
+  ctx.services.events.emit('auth.token_issued', { accountId: key.accountId, keyId: key.id, requestId: ctx.requestId, clientIp: ctx.clientIp });
   return {
     status: 200,
     headers: {},

@@ -13,7 +13,7 @@ export function backupNotFound(backupId: string): ApiError {
 /** GET /backup/{id}: one of the caller's backups; another account's id answers as a missing one. */
 export async function getBackup(req: Op['request'], ctx: RequestContext): Promise<Op['response']> {
   const { accountId } = accountOf(ctx);
-  const job = ctx.services.store.jobs.getBackup(req.params.id, accountId);
+  const job = await ctx.services.store.jobs.getBackup(req.params.id, accountId);
   if (!job) throw backupNotFound(req.params.id);
-  return { status: 200, headers: {}, body: successBody(presentBackup(job), ctx.requestId) };
+  return { status: 200, headers: {}, body: successBody(presentBackup(job, ctx.services.destinations), ctx.requestId) };
 }

@@ -15,8 +15,8 @@ export async function listBackups(req: Op['request'], ctx: RequestContext): Prom
   const status = req.query.status;
   const listing = ['backups', accountId, status ?? ''];
   const before = req.query.cursor === undefined ? undefined : decodeCursor(listing, req.query.cursor, BACKUP_ID);
-  const rows = ctx.services.store.jobs.listBackups(accountId, { limit: limit + 1, ...(before ? { before } : {}), ...(status ? { status } : {}) });
+  const rows = await ctx.services.store.jobs.listBackups(accountId, { limit: limit + 1, ...(before ? { before } : {}), ...(status ? { status } : {}) });
   const page = rows.slice(0, limit);
   const next = rows.length > limit ? encodeCursor(listing, page[page.length - 1]!.id) : null;
-  return { status: 200, headers: {}, body: successBody({ items: page.map(presentBackup), next_cursor: next }, ctx.requestId) };
+  return { status: 200, headers: {}, body: successBody({ items: page.map((job) => presentBackup(job, ctx.services.destinations)), next_cursor: next }, ctx.requestId) };
 }

@@ -1,5 +1,7 @@
 import type { components } from '../../generated/backup-types.ts';
-import type { BackupJob, FileRecord, RestoreJob } from '../store/index.ts';
+import { pathToText } from '../escaped-path.ts';
+import type { Destinations } from '../destinations/registry.ts';
+import type { BackupJob, FileRecord, MaintenanceJob, RestoreJob } from '../store/index.ts';
 
 type Schemas = components['schemas'];
 
@@ -14,8 +16,11 @@ function progress(p: BackupJob['progress']): Schemas['JobProgress'] {
   return { files_done: p.filesDone, files_total: p.filesTotal, bytes_done: p.bytesDone, bytes_total: p.bytesTotal };
 }
 
-/** While a backup runs, its counts so far come from the progress it reports. */
-export function presentBackup(job: BackupJob): Schemas['BackupJob'] {
+/**
+ * While a backup runs, its counts so far come from the progress it reports. `destination_kind`
+ * is where the destination is kept under the current configuration.
+ */
+export function presentBackup(job: BackupJob, destinations: Pick<Destinations, 'kindOf'>): Schemas['BackupJob'] {
   const running = job.status === 'running';
   return {
     id: job.id,
@@ -33,6 +38,7 @@ export function presentBackup(job: BackupJob): Schemas['BackupJob'] {
     finished_at: job.finishedAt,
     error: job.error,
     warnings: job.warnings,
+    destination_kind: destinations.kindOf(job.destination),
   };
 }
 
@@ -64,12 +70,30 @@ export function octalMode(mode: number): string {
 
 export function presentFile(f: FileRecord): Schemas['FileEntry'] {
   return {
-    path: f.path,
+    path: pathToText(f.path),
     type: f.type,
     size_bytes: f.sizeBytes,
     mode: octalMode(f.mode),
     modified_at: f.modifiedAt,
     sha256: f.type === 'file' ? f.sha256 : null,
-    link_target: f.type === 'symlink' ? f.linkTarget : null,
+    link_target: f.type === 'symlink' && f.linkTarget ? pathToText(f.linkTarget) : null,
+  };
+}
+
+export function presentMaintenance(job: MaintenanceJob): Schemas['MaintenanceJob'] {
+  return {
+    id: job.id,
+    kind: job.operation,
+    status: job.status,
+    destination: job.destination,
+    trigger: job.trigger,
+    options: { dry_run: job.dryRun, read_data: job.readData, read_data_subset: job.readDataSubset },
+    progress: { phase: job.phase as Schemas['MaintenanceJob']['progress']['phase'], packs_done: job.progress.filesDone, packs_total: job.progress.filesTotal },
+    result: job.outcome as Schemas['MaintenanceJob']['result'],
+    duration_seconds: durationSeconds(job),
+    created_at: job.createdAt,
+    started_at: job.startedAt,
+    finished_at: job.finishedAt,
+    error: job.error,
   };
 }

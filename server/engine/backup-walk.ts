@@ -81,7 +81,7 @@ export class SourceWalk {
       prev.mtimeNs === e.mtimeNs &&
       prev.ctimeNs === e.ctimeNs &&
       prev.ino === e.ino &&
-      prev.chunks.every((id) => this.ctx.repo.index.has(id, 'data', this.ctx.encryption))
+      prev.chunks.every((id) => this.ctx.writer.usable(id, 'data', this.ctx.encryption))
     );
   }
 
@@ -177,7 +177,7 @@ export class SourceWalk {
       }
       await this.ctx.emit(nodes.map((n) => toEntryRecord(childPath(rel, n.name), n)));
       const plain = encodeTree(nodes);
-      if (parent?.id && parent.plain && bytesEqual(plain, parent.plain) && this.ctx.repo.index.has(parent.id, 'tree', true)) return parent.id;
+      if (parent?.id && parent.plain && bytesEqual(plain, parent.plain) && this.ctx.writer.usable(parent.id, 'tree', true)) return parent.id;
       return (await this.ctx.writer.storeTree(plain))();
     })());
     return () => finished;

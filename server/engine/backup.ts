@@ -9,7 +9,9 @@ import { toHex } from './codec.ts';
 import { compressionCode } from './compress.ts';
 import { randomId } from './crypto.ts';
 import { EngineError, abortable, cancellable, errnoCode, fromStorage, throwIfAborted } from './errors.ts';
+import { RepositoryLock } from './locks.ts';
 import { WorkerPool } from './pool.ts';
+import { readAvoid } from './prune-marker.ts';
 import { ProgressReporter } from './progress.ts';
 import type { Repository } from './repository.ts';
 import { startScan } from './scan.ts';
@@ -102,6 +104,8 @@ export async function backup(repo: Repository, opts: BackupOptions): Promise<Bac
   repo.assertOpen();
   throwIfAborted(opts.signal);
   const { root, stats } = await resolveSource(opts.source);
+  // Taken before anything is read: a prune that starts later either waits for this backup or is seen by it.
+  const lock = await RepositoryLock.acquire(repo, 'backup');
   const progress = new ProgressReporter(opts.onProgress);
   progress.emit();
   const pool = new WorkerPool(repo.key);
@@ -111,19 +115,21 @@ export async function backup(repo: Repository, opts: BackupOptions): Promise<Bac
     scan.stop();
   };
   try {
-    return await cancellable(opts.signal, stop, () => run(repo, opts, root, stats, pool, progress));
+    return await cancellable(opts.signal, stop, () => run(repo, opts, root, stats, pool, progress, lock));
   } catch (err) {
     throw fromStorage(err);
   } finally {
     stop();
+    await lock.release();
   }
 }
 
-async function run(repo: Repository, opts: BackupOptions, root: string, stats: BigIntStats, pool: WorkerPool, progress: ProgressReporter): Promise<BackupResult> {
+async function run(repo: Repository, opts: BackupOptions, root: string, stats: BigIntStats, pool: WorkerPool, progress: ProgressReporter, lock: RepositoryLock): Promise<BackupResult> {
   const { signal } = opts;
+  const avoid = await readAvoid(repo);
   await repo.refreshIndex();
   const parent = opts.deduplication ? await parentSnapshot(repo, root, opts.encryption, signal) : null;
-  const writer = new BlobWriter(repo, pool, { comp: compressionCode(opts.compression), level: opts.compressionLevel, encrypt: opts.encryption }, opts.deduplication, signal);
+  const writer = new BlobWriter(repo, pool, { comp: compressionCode(opts.compression), level: opts.compressionLevel, encrypt: opts.encryption }, opts.deduplication, signal, avoid);
   const warnings = new WarningList();
   const entries = new EntryStream(opts.onEntries, signal);
   const walk = new SourceWalk({
@@ -164,6 +170,7 @@ async function run(repo: Repository, opts: BackupOptions, root: string, stats: B
     options,
     summary: { files: walk.files, directories: walk.directories, sizeBytes: walk.sizeBytes, storedBytes: writer.storedBytes, warnings: warnings.count },
   };
+  lock.assertHeld();
   // Cancelled while the snapshot is being saved: the job says cancelled, so no snapshot either.
   const saving = repo.saveSnapshot(header);
   const forget = (): void => void saving.then(() => repo.backend.remove(`snapshots/${header.id}`)).catch(() => {});

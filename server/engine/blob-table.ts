@@ -46,7 +46,7 @@ export class BlobTable {
   private mask: number;
   private count = 0;
   private packs = Buffer.alloc(32 * 64);
-  private packCount = 0;
+  private numbered = 0;
   private readonly packNumbers = new Map<string, number>();
 
   constructor(capacity = 1024) {
@@ -68,13 +68,28 @@ export class BlobTable {
     return this.table.length + this.packs.length;
   }
 
+  /** Packs numbered so far (0 … packCount - 1). */
+  get packCount(): number {
+    return this.numbered;
+  }
+
+  /** A pack's id (hex) from its number. */
+  packId(n: number): string {
+    return this.packs.toString('hex', n * 32, n * 32 + 32);
+  }
+
+  /** Whether a pack (id in hex) holds blobs of this table. */
+  hasPack(hex: string): boolean {
+    return this.packNumbers.has(hex);
+  }
+
   /** The number of a pack (given as its 32-byte id), added on first sight. */
   packNumber(id: Uint8Array): number {
     const hex = toHex(id);
     let n = this.packNumbers.get(hex);
     if (n === undefined) {
-      n = this.packCount++;
-      if (this.packCount * 32 > this.packs.length) {
+      n = this.numbered++;
+      if (this.numbered * 32 > this.packs.length) {
         const bigger = Buffer.alloc(this.packs.length * 2);
         this.packs.copy(bigger);
         this.packs = bigger;
@@ -155,11 +170,20 @@ export class BlobTable {
       type: flags & TREE ? 'tree' : 'data',
       encrypted: (flags & ENCRYPTED) !== 0,
       comp: ((flags >> 3) & 3) as CompressionCode,
-      pack: this.packs.toString('hex', pack * 32, pack * 32 + 32),
+      pack: this.packId(pack),
       offset: t.readUInt32LE(at + OFFSET),
       length: t.readUInt32LE(at + LENGTH),
       rawLength: t.readUInt32LE(at + RAW),
     };
+  }
+
+  /** Whether the blob in a slot is a tree blob, and its stored length (without building a location). */
+  isTree(slot: number): boolean {
+    return (this.table[slot * RECORD_BYTES + FLAGS]! & TREE) !== 0;
+  }
+
+  lengthOf(slot: number): number {
+    return this.table.readUInt32LE(slot * RECORD_BYTES + LENGTH);
   }
 
   /** Pack number and offset of a slot, for sorting reads in pack order without building locations. */

@@ -4,6 +4,7 @@ import { Budget } from './budget.ts';
 import { BlobTable } from './blob-table.ts';
 import { EngineError, abortable, fromStorage } from './errors.ts';
 import type { FinishedPack } from './pack.ts';
+import type { Avoid } from './prune-marker.ts';
 import { DATA_PACK_SIZE, PACK_BLOBS, PackWriter, TREE_PACK_SIZE } from './pack.ts';
 import type { EncodeOptions, WorkerPool } from './pool.ts';
 import type { SourceFile } from './worker.ts';
@@ -50,11 +51,15 @@ export class BlobWriter {
   private failure: unknown = null;
   storedBytes = 0;
 
-  constructor(repo: Repository, pool: WorkerPool, opts: EncodeOptions, dedup: boolean, signal?: AbortSignal) {
+  /** Candidates of running prunes: never reused. */
+  private readonly avoid: Avoid | null;
+
+  constructor(repo: Repository, pool: WorkerPool, opts: EncodeOptions, dedup: boolean, signal?: AbortSignal, avoid: Avoid | null = null) {
     this.repo = repo;
     this.pool = pool;
     this.opts = opts;
     this.dedup = dedup;
+    this.avoid = avoid;
     this.signal = signal;
     this.inFlight = new Budget(IN_FLIGHT, signal);
     this.unwritten = new Budget(UNWRITTEN, signal);
@@ -97,6 +102,12 @@ export class BlobWriter {
     });
   }
 
+  /** Whether a blob is in the repository and may be reused: indexed, and no running prune's candidate. */
+  usable(id: Uint8Array, type: BlobType, encrypted: boolean): boolean {
+    if (this.avoid === 'all' || this.avoid?.has(id, type, encrypted)) return false;
+    return this.repo.index.has(id, type, encrypted);
+  }
+
   private fail(err: unknown): void {
     this.failure ??= fromStorage(err);
     if (!(this.failure instanceof EngineError)) {
@@ -107,7 +118,7 @@ export class BlobWriter {
   private accept(blob: EncodedBlob, type: BlobType, encrypted: boolean): Uint8Array {
     if (this.failure) return blob.id; // abandoned: results still arriving from the workers are dropped
     if (this.dedup) {
-      if (this.pending.has(blob.id, type, encrypted) || this.repo.index.has(blob.id, type, encrypted)) return blob.id;
+      if (this.pending.has(blob.id, type, encrypted) || this.usable(blob.id, type, encrypted)) return blob.id;
       this.pending.add(blob.id, type, encrypted, 0, 0, 0, 0, 0);
     }
     const pack = (this.packs[type] ??= new PackWriter(this.repo.backend, type));

@@ -5,6 +5,8 @@ import { EngineError, abortable, fromStorage } from './errors.ts';
 import { packName } from './pack.ts';
 import type { WorkerPool } from './pool.ts';
 import type { Repository } from './repository.ts';
+import type { SmallFile } from './restore-write.ts';
+import { RunReader } from './run-reader.ts';
 import { ObjectNotFoundError } from './storage/errors.ts';
 
 /**
@@ -17,6 +19,7 @@ export class ChunkReader {
   private readonly pool: WorkerPool;
   private readonly signal: AbortSignal | undefined;
   private refreshed: Promise<void> | null = null;
+  private readonly runs: RunReader;
   readonly budget: Budget;
 
   /** Every wait ends with CANCELLED once `signal` aborts. */
@@ -25,6 +28,7 @@ export class ChunkReader {
     this.pool = pool;
     this.signal = signal;
     this.budget = new Budget(budgetBytes, signal);
+    this.runs = new RunReader(pool, (range) => loadRange(repo, range), (loc) => this.read(loc));
   }
 
   async locate(id: Uint8Array, type: BlobType = 'data'): Promise<BlobLocation> {
@@ -34,10 +38,23 @@ export class ChunkReader {
     );
   }
 
+  /**
+   * The plaintext of a small data blob, checked, read together with the other small blobs asked
+   * for at the same time (see run-reader.ts): a view of a shared buffer, never to be released.
+   */
+  readSmall(loc: BlobLocation): Promise<Uint8Array> {
+    return abortable(this.runs.read(loc), this.signal);
+  }
+
+  /** Like readSmall, but a worker writes the restore's small file with the plaintext: null once written (see RunReader.read). */
+  writeSmall(loc: BlobLocation, file: SmallFile): Promise<Uint8Array | null> {
+    return abortable(this.runs.read(loc, file), this.signal);
+  }
+
   /** The plaintext of a data blob, checked. */
   async read(loc: BlobLocation): Promise<Uint8Array> {
-    const stored = await abortable(loadStored(this.repo, loc), this.signal);
-    return this.pool.decode({ id: loc.id, encrypted: loc.encrypted, comp: loc.comp, rawLength: loc.rawLength }, stored);
+    const { at, stored } = await abortable(loadStored(this.repo, loc), this.signal);
+    return this.pool.decode({ id: at.id, encrypted: at.encrypted, comp: at.comp, rawLength: at.rawLength }, stored);
   }
 }
 
@@ -52,17 +69,39 @@ export async function locate(repo: Repository, id: Uint8Array, type: BlobType, r
   return loc;
 }
 
-/** The stored bytes of a blob (a ranged read of its pack), with the storage's failures in the engine's terms. */
-export async function loadStored(repo: Repository, loc: BlobLocation): Promise<Uint8Array> {
+/**
+ * The stored bytes of a blob (a ranged read of its pack), with the storage's failures in the
+ * engine's terms. When the pack is gone, a prune moved the blob since the index was loaded: the
+ * index is loaded again and the blob read where it is now (`at` says where it was read).
+ */
+export async function loadStored(repo: Repository, loc: BlobLocation): Promise<{ at: BlobLocation; stored: Uint8Array }> {
   try {
-    return await repo.backend.load(packName(loc.pack), { offset: loc.offset, length: loc.length });
+    return { at: loc, stored: await repo.backend.load(packName(loc.pack), { offset: loc.offset, length: loc.length }) };
   } catch (err) {
+    const moved = err instanceof ObjectNotFoundError ? await relocated(repo, loc) : undefined;
+    if (moved) return loadStored(repo, moved);
     throw packFailure(err, loc.pack);
   }
 }
 
+/** A range of a pack as stored, with the storage's failures in the engine's terms (no relocation: see RunReader). */
+export async function loadRange(repo: Repository, range: { pack: string; offset: number; length: number }): Promise<Uint8Array> {
+  try {
+    return await repo.backend.load(packName(range.pack), { offset: range.offset, length: range.length });
+  } catch (err) {
+    throw packFailure(err, range.pack);
+  }
+}
+
+/** Where a blob whose pack is gone is now, once the index is loaded again; undefined when it has not moved. */
+export async function relocated(repo: Repository, loc: BlobLocation): Promise<BlobLocation | undefined> {
+  await repo.refreshIndex();
+  const now = repo.index.find(loc.id, loc.type);
+  return now && now.pack !== loc.pack ? now : undefined;
+}
+
 export function packFailure(err: unknown, pack: string): unknown {
-  if (err instanceof ObjectNotFoundError) return new EngineError('CORRUPT_DATA', `pack ${pack} is missing`, { pack });
+  if (err instanceof ObjectNotFoundError) return new EngineError('CORRUPT_DATA', `pack ${pack} is missing`, { pack, missing: true });
   if (err instanceof RangeError) return new EngineError('CORRUPT_DATA', `pack ${pack} is shorter than its index says`, { pack });
   return fromStorage(err);
 }

@@ -1,4 +1,4 @@
-import { constants, gunzipSync, gzipSync, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
+import { ZstdCompress, constants, gunzipSync, gzipSync, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
 import { releasePrivate } from './release.ts';
 import type { Compression, CompressionCode } from './types.ts';
 
@@ -17,11 +17,72 @@ export function compress(data: Uint8Array, code: CompressionCode, level?: number
   const chunkSize = Math.max(data.length + 1024, 4096);
   const out =
     code === 1
-      ? zstdCompressSync(data, { chunkSize, params: { [constants.ZSTD_c_compressionLevel]: level ?? DEFAULT_ZSTD_LEVEL } })
+      ? (zstdReused(data, level ?? DEFAULT_ZSTD_LEVEL) ?? zstdCompressSync(data, { chunkSize, params: { [constants.ZSTD_c_compressionLevel]: level ?? DEFAULT_ZSTD_LEVEL } }))
       : gzipSync(data, { chunkSize, level: level ?? 6 });
   if (out.length < data.length) return { data: trim(out), code };
   releasePrivate(out);
   return { data, code: 0 };
+}
+
+/** What zlib's own synchronous path drives: the stream's native handle and the two counters it writes back. */
+interface ZstdContext {
+  stream: ZstdCompress;
+  handle: { writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Uint8Array, outOff: number, outLen: number): void };
+  /** [bytes of output left free, bytes of input left unread] after a write. */
+  state: Uint32Array;
+}
+
+const contexts = new Map<number, ZstdContext | null>();
+
+function zstdContext(level: number): ZstdContext | null {
+  let context = contexts.get(level);
+  if (context === undefined) {
+    const stream = new ZstdCompress({ params: { [constants.ZSTD_c_compressionLevel]: level } });
+    stream.on('error', () => contexts.delete(level));
+    const inner = stream as unknown as { _handle?: Partial<ZstdContext['handle']>; _writeState?: unknown };
+    const usable = typeof inner._handle?.writeSync === 'function' && inner._writeState instanceof Uint32Array;
+    context = usable ? { stream, handle: inner._handle as ZstdContext['handle'], state: inner._writeState as Uint32Array } : null;
+    if (!context) stream.close();
+    contexts.set(level, context);
+  }
+  return context;
+}
+
+/** zstd's worst-case output size for `n` bytes (ZSTD_COMPRESSBOUND), so one write ends the frame. */
+function zstdBound(n: number): number {
+  return n + (n >> 8) + (n < 128 * 1024 ? (128 * 1024 - n) >> 11 : 0);
+}
+
+/**
+ * One zstd frame from a native compression context kept per thread and level and reused from
+ * blob to blob (a frame ended, zstd starts the next one afresh). zstdCompressSync makes a new
+ * context and stream object each call, which costs more than compressing a small file does.
+ * Null when the context cannot be had (the caller then uses zstdCompressSync).
+ */
+function zstdReused(data: Uint8Array, level: number): Uint8Array | null {
+  const context = zstdContext(level);
+  if (!context) return null;
+  // Private and at least 4 KiB, as trim() and the callers' release expect.
+  let out = Buffer.allocUnsafeSlow(Math.max(zstdBound(data.length) + 64, 4096));
+  let used = 0;
+  let inOff = 0;
+  let inLen = data.length;
+  for (;;) {
+    context.handle.writeSync(constants.ZSTD_e_end, data, inOff, inLen, out, used, out.length - used);
+    if (context.stream.destroyed) {
+      contexts.delete(level);
+      return null;
+    }
+    const [outFree, inLeft] = context.state as unknown as [number, number];
+    used = out.length - outFree;
+    inOff += inLen - inLeft;
+    inLen = inLeft;
+    // As zlib's sync path: done once a write left output room (the frame is ended then).
+    if (outFree > 0) return out.subarray(0, used);
+    const bigger = Buffer.allocUnsafeSlow(out.length * 2);
+    out.copy(bigger);
+    out = bigger;
+  }
 }
 
 export function decompress(data: Uint8Array, code: CompressionCode, rawLength: number): Uint8Array {

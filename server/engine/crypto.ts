@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, scrypt } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
+import { randomPool } from '../random-pool.ts';
 import { EngineError } from './errors.ts';
 import { releasePrivate } from './release.ts';
 
@@ -43,9 +44,12 @@ export function deriveFromKeyFile(material: Uint8Array, salt: Uint8Array): Buffe
   return Buffer.from(hkdfSync('sha256', material, salt, 'backup-engine key file v1', 32));
 }
 
+/** Nonces drawn 256 at a time: one CSPRNG call per blob costs more than a small blob's encryption. */
+const randomNonce = randomPool(NONCE_BYTES, 256);
+
 /** AES-256-GCM: nonce(12) | ciphertext | tag(16). `aad` binds the ciphertext to its role or id. */
 export function seal(key: Key, plaintext: Uint8Array, aad?: Uint8Array): Buffer {
-  const nonce = randomBytes(NONCE_BYTES);
+  const nonce = randomNonce();
   const out = Buffer.allocUnsafeSlow(plaintext.length + SEAL_OVERHEAD); // never a pooled slab: transferable
   nonce.copy(out, 0);
   const cipher = createCipheriv('aes-256-gcm', key, nonce);

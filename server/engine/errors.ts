@@ -4,6 +4,7 @@ import { StorageFullError, StorageUnavailableError } from './storage/errors.ts';
  * Every failure the engine reports carries a stable code: SOURCE_NOT_FOUND, SOURCE_UNREADABLE,
  * SNAPSHOT_NOT_FOUND, PATH_NOT_FOUND, RESTORE_CONFLICT, CORRUPT_DATA, CANCELLED, WRONG_KEY,
  * WRONG_PASSWORD, KEY_FILE_UNREADABLE, NOT_A_REPOSITORY, UNSUPPORTED_FORMAT, REPOSITORY_CLOSED,
+ * REPOSITORY_BUSY, LOCK_LOST,
  * STORAGE_FULL, DESTINATION_UNAVAILABLE, STORAGE_ERROR, INTERNAL_ERROR.
  */
 export class EngineError extends Error {
@@ -36,6 +37,33 @@ export function observed<T>(p: Promise<T>): Promise<T> {
   return p;
 }
 
+/**
+ * Calls `fn` once `signal` aborts; returns the function that forgets it. One listener per signal
+ * holds a set of callbacks: an EventTarget's listener list is scanned on every add and remove, so
+ * a listener per pending wait made thousands of waits (a restore's small files in flight) cost
+ * time quadratic in their number.
+ */
+export function whenAborted(signal: AbortSignal, fn: () => void): () => void {
+  let set = waiting.get(signal);
+  if (!set) {
+    const callbacks = new Set<() => void>();
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const f of callbacks) f();
+        callbacks.clear();
+      },
+      { once: true },
+    );
+    waiting.set(signal, callbacks);
+    set = callbacks;
+  }
+  set.add(fn);
+  const callbacks = set;
+  return () => callbacks.delete(fn);
+}
+const waiting = new WeakMap<AbortSignal, Set<() => void>>();
+
 /** Waits for `promise`, or rejects with CANCELLED as soon as the signal aborts (the promise is left to settle on its own). */
 export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;
@@ -44,15 +72,14 @@ export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefine
     return Promise.reject(cancelled());
   }
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(cancelled());
-    signal.addEventListener('abort', onAbort, { once: true });
+    const forget = whenAborted(signal, () => reject(cancelled()));
     promise.then(
       (v) => {
-        signal.removeEventListener('abort', onAbort);
+        forget();
         resolve(v);
       },
       (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
+        forget();
         reject(e);
       },
     );

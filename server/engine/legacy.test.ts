@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Repository, backup, listEntries, restore, unlockLegacyKey, verify } from './index.ts';
+import { Repository, backup, check, forget, listEntries, prune, restore, unlockLegacyKey, verify } from './index.ts';
 import type { MasterKey } from './index.ts';
 import { LocalBackend } from './storage/local.ts';
 import { describeTree, tempDir } from './testing/fixtures.ts';
@@ -117,5 +117,20 @@ describe('a format-1 repository', () => {
       const again = await open(destination);
       expect((await again.snapshots()).map((s) => s.version)).toContain(2);
     }
+  });
+
+  it('checks with every pack read, and prunes: a forgotten 1.0.0 snapshot goes, the other still restores', async () => {
+    const repo = await open('cloud');
+    const checked = await check(repo, { readData: true });
+    expect(checked.problems.map((p) => p.message)).toEqual([]);
+    expect(checked.ok).toBe(true);
+    await forget(repo, snapshotOf.get(manifest.backups.first.id)!);
+    await expect(readFile(join(repoDir('cloud'), 'trees', snapshotOf.get(manifest.backups.first.id)!))).rejects.toMatchObject({ code: 'ENOENT' });
+    await prune(repo);
+    const after = await open('cloud');
+    expect((await check(after, { readData: true })).ok).toBe(true);
+    const second = join(dir, 'out-second-after-prune');
+    await restore(after, snapshotOf.get(manifest.backups.second.id)!, { target: second, overwrite: 'never' });
+    expect(await describeTree(second, { mtimes: false })).toEqual(await describeTree(join(dir, 'out-second'), { mtimes: false }));
   });
 });

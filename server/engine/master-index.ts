@@ -25,74 +25,107 @@ const LOAD_CONCURRENCY = 8;
 type V1Row = [id: string, encrypted: 0 | 1, comp: CompressionCode, offset: number, length: number, rawLength: number];
 
 export class MasterIndex {
-  readonly table = new BlobTable();
-  private readonly loaded = new Set<string>();
+  private current = new BlobTable();
+  private loaded = new Set<string>();
+
+  /**
+   * The blobs of the index files loaded. A reload (after a prune removed index files) puts a new
+   * table here; whoever holds the previous one keeps a consistent, older view.
+   */
+  get table(): BlobTable {
+    return this.current;
+  }
+
+  /** The index files loaded. */
+  get files(): ReadonlySet<string> {
+    return this.loaded;
+  }
 
   has(id: Uint8Array, type: BlobType, encrypted: boolean): boolean {
-    return this.table.has(id, type, encrypted);
+    return this.current.has(id, type, encrypted);
   }
 
   /** Any stored copy of the blob, preferring the encrypted one. */
   find(id: Uint8Array, type: BlobType): BlobLocation | undefined {
-    const slot = this.table.find(id, type);
-    return slot < 0 ? undefined : this.table.location(slot);
+    const slot = this.current.find(id, type);
+    return slot < 0 ? undefined : this.current.location(slot);
   }
 
   get size(): number {
-    return this.table.size;
+    return this.current.size;
   }
 
-  /** Loads the index files not seen yet. */
-  async refresh(backend: Backend, key: MasterKey): Promise<void> {
-    const names: string[] = [];
-    for await (const { name } of backend.list('index/')) if (!this.loaded.has(name)) names.push(name);
+  /**
+   * Loads the index files not seen yet (but those in `skip`). When a file loaded before is gone
+   * (a prune replaced it), the whole index is loaded again into a new table, so blobs a prune
+   * removed are never taken as stored.
+   */
+  async refresh(backend: Backend, key: MasterKey, skip?: ReadonlySet<string>): Promise<void> {
+    const listed = new Set<string>();
+    for await (const { name } of backend.list('index/')) if (!skip?.has(name)) listed.add(name);
+    let table = this.current;
+    let loaded = this.loaded;
+    if ([...loaded].some((name) => !listed.has(name))) {
+      table = new BlobTable();
+      loaded = new Set();
+    }
+    const names = [...listed].filter((name) => !loaded.has(name));
     let next = 0;
     const loader = async (): Promise<void> => {
       while (next < names.length) {
         const name = names[next++]!;
-        this.addFile(key, name, await backend.load(name));
+        addIndexFile(table, key, name, await backend.load(name));
+        loaded.add(name);
       }
     };
     await Promise.all(Array.from({ length: LOAD_CONCURRENCY }, loader));
-  }
-
-  private addFile(key: MasterKey, name: string, data: Uint8Array): void {
-    const meta = decodeAnyMeta(key, 'index', data, name);
-    if ('json' in meta) {
-      for (const p of (meta.json as { packs: { id: string; blobs: V1Row[] }[] }).packs) {
-        const pack = this.table.packNumber(fromHex(p.id));
-        for (const [id, enc, comp, offset, length, raw] of p.blobs) this.table.add(fromHex(id), 'data', enc === 1, comp, pack, offset, length, raw);
-      }
-    } else {
-      const r = new ByteReader(meta.binary, name);
-      if (r.u8() !== INDEX_VERSION) throw new EngineError('CORRUPT_DATA', `${name}: unknown index version`, { object: name });
-      const packs = r.varint();
-      for (let i = 0; i < packs; i++) {
-        const pack = this.table.packNumber(r.raw(32));
-        const { blobs } = readBlobList(r, name);
-        for (const b of blobs) this.table.add(b.id, b.type, b.encrypted, b.comp, pack, b.offset, b.length, b.rawLength);
-      }
-    }
-    this.loaded.add(name);
+    this.current = table;
+    this.loaded = loaded;
   }
 
   /** Writes an index file for finished packs and adds them here; returns its size. */
   async write(backend: Backend, key: MasterKey, packs: readonly FinishedPack[]): Promise<number> {
-    const w = new ByteWriter();
-    w.u8(INDEX_VERSION);
-    w.varint(packs.length);
-    for (const p of packs) {
-      w.raw(p.id);
-      writeBlobList(w, p.type, p.blobs);
-    }
-    const data = encodeBinaryMeta(key, 'index', w.finish());
-    const name = `index/${randomId()}`;
-    await backend.save(name, [data]);
+    const { name, size } = await writeIndexFile(backend, key, packs);
     this.loaded.add(name);
     for (const p of packs) {
-      const pack = this.table.packNumber(p.id);
-      for (const b of p.blobs) this.table.add(b.id, b.type, b.encrypted, b.comp, pack, b.offset, b.length, b.rawLength);
+      const pack = this.current.packNumber(p.id);
+      for (const b of p.blobs) this.current.add(b.id, b.type, b.encrypted, b.comp, pack, b.offset, b.length, b.rawLength);
     }
-    return data.length;
+    return size;
   }
+}
+
+/** Adds the blobs an index file (format 1 or 2) lists to `table`; CORRUPT_DATA when it cannot be read. */
+export function addIndexFile(table: BlobTable, key: MasterKey, name: string, data: Uint8Array): void {
+  const meta = decodeAnyMeta(key, 'index', data, name);
+  if ('json' in meta) {
+    for (const p of (meta.json as { packs: { id: string; blobs: V1Row[] }[] }).packs) {
+      const pack = table.packNumber(fromHex(p.id));
+      for (const [id, enc, comp, offset, length, raw] of p.blobs) table.add(fromHex(id), 'data', enc === 1, comp, pack, offset, length, raw);
+    }
+  } else {
+    const r = new ByteReader(meta.binary, name);
+    if (r.u8() !== INDEX_VERSION) throw new EngineError('CORRUPT_DATA', `${name}: unknown index version`, { object: name });
+    const packs = r.varint();
+    for (let i = 0; i < packs; i++) {
+      const pack = table.packNumber(r.raw(32));
+      const { blobs } = readBlobList(r, name);
+      for (const b of blobs) table.add(b.id, b.type, b.encrypted, b.comp, pack, b.offset, b.length, b.rawLength);
+    }
+  }
+}
+
+/** Writes one index file (format 2) listing `packs`, under a new random name. */
+export async function writeIndexFile(backend: Backend, key: MasterKey, packs: readonly FinishedPack[]): Promise<{ name: string; size: number }> {
+  const w = new ByteWriter();
+  w.u8(INDEX_VERSION);
+  w.varint(packs.length);
+  for (const p of packs) {
+    w.raw(p.id);
+    writeBlobList(w, p.type, p.blobs);
+  }
+  const data = encodeBinaryMeta(key, 'index', w.finish());
+  const name = `index/${randomId()}`;
+  await backend.save(name, [data]);
+  return { name, size: data.length };
 }

@@ -10,7 +10,7 @@ import { EngineError } from './errors.ts';
  * as a snapshot. Layout: format byte | sealed, where the format byte says what the plaintext is:
  * 1 JSON, 2 the binary encoding of codec.ts.
  */
-export type MetaKind = 'config' | 'index' | 'snapshot' | 'tree' | 'pack-header';
+export type MetaKind = 'config' | 'index' | 'snapshot' | 'tree' | 'pack-header' | 'lock' | 'prune-marker' | 'maintenance';
 
 const JSON_FORMAT = 1;
 const BINARY_FORMAT = 2;

@@ -4,12 +4,14 @@ import type { BlobRef, EncodedBlob } from './blob.ts';
 import type { MasterKey } from './crypto.ts';
 import { EngineError } from './errors.ts';
 import type { CompressionCode } from './types.ts';
+import type { DecodedRun, RunBlob } from './run-reader.ts';
 import type { DirListing, DirRequest, SourceFile, SourceFileResult, WorkerRequest } from './worker.ts';
 
 /**
  * The worker threads of one operation (a backup, a restore, a verify) for the CPU-heavy work and
- * the source's file system calls. Items are gathered into batches (one message per ~1 MiB or 256
- * items) so small files do not pay a round trip each; buffers are transferred, not copied.
+ * the source's file system calls, one per core (at most 8), each started when the others all have
+ * work. Items are gathered into batches (one message per ~1 MiB or 256 items) so small files do
+ * not pay a round trip each; buffers are transferred, not copied.
  * Because the pool belongs to one operation, `close()` can terminate its workers at once, even
  * one stuck in a system call, without touching any other job.
  */
@@ -43,15 +45,18 @@ const MAX_RESPAWNS = 10;
 export class WorkerPool {
   private readonly slots: Slot[] = [];
   private readonly key: MasterKey;
+  private readonly size: number;
   private readonly batches = new Map<string, Batch>();
   private respawns = 0;
   private nextSeq = 1;
   private flushScheduled = false;
   private closed = false;
+  private readonly exits: Promise<void>[] = [];
 
   constructor(key: MasterKey, size = Math.min(Math.max(availableParallelism(), 1), 8)) {
     this.key = key;
-    for (let i = 0; i < size; i++) this.slots.push(this.spawn());
+    this.size = size;
+    this.slots.push(this.spawn());
   }
 
   private spawn(): Slot {
@@ -94,11 +99,17 @@ export class WorkerPool {
     if (this.closed) return;
     this.closed = true;
     for (const slot of [...this.slots]) {
-      void slot.worker.terminate();
+      this.exits.push(slot.worker.terminate().then(() => {}, () => {}));
       this.fail(slot, new Error('closed'));
     }
     for (const batch of this.batches.values()) for (const s of batch.settles) s.reject(new EngineError('CANCELLED', 'the operation was stopped'));
     this.batches.clear();
+  }
+
+  /** Closes the pool and resolves once every worker has stopped (nothing it was doing goes on after). */
+  async stopped(): Promise<void> {
+    this.close();
+    await Promise.all(this.exits);
   }
 
   private post(build: (seq: number) => WorkerRequest, transfer: ArrayBuffer[], bytes: number): Promise<unknown[]> {
@@ -106,6 +117,12 @@ export class WorkerPool {
     if (this.closed) return Promise.reject(new EngineError('CANCELLED', 'the operation was stopped'));
     if (!slot) return Promise.reject(new EngineError('INTERNAL_ERROR', 'no worker is running'));
     for (const s of this.slots) if (s.pendingBytes < slot.pendingBytes) slot = s;
+    // A further worker starts once every worker has work: one that only lists directories (an
+    // unchanged backup) keeps one thread, and its start-up and memory.
+    if (slot.pending.size > 0 && this.slots.length < this.size) {
+      slot = this.spawn();
+      this.slots.push(slot);
+    }
     const seq = this.nextSeq++;
     const chosen = slot;
     return new Promise((resolve, reject) => {
@@ -146,6 +163,14 @@ export class WorkerPool {
     )) as { data?: Uint8Array; error?: { code: string; message: string } };
     if (result.error) throw new EngineError(result.error.code, result.error.message, { chunk: Buffer.from(blob.id).toString('hex') });
     return result.data!;
+  }
+
+  /** Decode the blobs of one run of a pack (`data`, transferred away); the plaintexts come back in one buffer. */
+  async decodeRun(blobs: RunBlob[], data: Uint8Array): Promise<DecodedRun> {
+    const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : new Uint8Array(data);
+    return (await this.enqueue('r', { blobs, data: owned }, owned.buffer as ArrayBuffer, owned.length, (items, transfer) =>
+      this.post((seq) => ({ type: 'decodeRuns', seq, items: items as { blobs: RunBlob[]; data: Uint8Array }[] }), transfer, transfer.reduce((n, b) => n + b.byteLength, 0)),
+    )) as DecodedRun;
   }
 
   private enqueue(key: string, item: unknown, buffer: ArrayBuffer | null, bytes: number, send: Batch['send']): Promise<unknown> {

@@ -41,6 +41,8 @@ export class Repository {
   readonly index = new MasterIndex();
   private closed = false;
   private readonly headers = new Map<string, SnapshotHeader>();
+  private refreshing: Promise<void> | null = null;
+  private nextRefresh: Promise<void> | null = null;
 
   private constructor(backend: Backend, key: MasterKey, config: ConfigJson) {
     this.backend = backend;
@@ -99,13 +101,24 @@ export class Repository {
     if (this.closed) throw new EngineError('REPOSITORY_CLOSED', 'the repository is closed');
   }
 
-  /** Loads index files written since (by this or another writer). */
-  async refreshIndex(): Promise<void> {
-    try {
-      await this.index.refresh(this.backend, this.key);
-    } catch (err) {
-      throw fromStorage(err);
+  /**
+   * Loads index files written since (by this or another writer), or the whole index again when
+   * a prune replaced some. Calls made while one runs share the next one (each caller gets a
+   * refresh that started after its call).
+   */
+  refreshIndex(): Promise<void> {
+    if (!this.refreshing) {
+      this.refreshing = this.index.refresh(this.backend, this.key).catch((err: unknown) => {
+        throw fromStorage(err);
+      });
+      void this.refreshing.finally(() => (this.refreshing = null)).catch(() => {});
+      return this.refreshing;
     }
+    this.nextRefresh ??= this.refreshing.catch(() => {}).then(() => {
+      this.nextRefresh = null;
+      return this.refreshIndex();
+    });
+    return this.nextRefresh;
   }
 
   /** Saves a snapshot header (the commit point of a backup); returns its size. */
@@ -122,7 +135,13 @@ export class Repository {
     try {
       for await (const { name } of this.backend.list('snapshots/')) {
         const id = name.slice('snapshots/'.length);
-        if (SNAPSHOT_ID.test(id)) out.push(await this.snapshot(id));
+        if (!SNAPSHOT_ID.test(id)) continue;
+        // Forgotten between the listing and the read: not a snapshot any more.
+        const header = await this.snapshot(id).catch((err: unknown) => {
+          if (err instanceof EngineError && err.code === 'SNAPSHOT_NOT_FOUND') return null;
+          throw err;
+        });
+        if (header) out.push(header);
       }
     } catch (err) {
       throw fromStorage(err);
@@ -144,6 +163,11 @@ export class Repository {
     if (header.id !== id) throw new EngineError('CORRUPT_DATA', `snapshots/${id} names another snapshot`, { object: `snapshots/${id}` });
     this.remember(header);
     return header;
+  }
+
+  /** Drops a forgotten snapshot's header from the cache. */
+  forgetHeader(id: string): void {
+    this.headers.delete(id);
   }
 
   private remember(header: SnapshotHeader): void {

@@ -1,27 +1,27 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, fchmodSync, fsync, futimesSync, openSync, writeSync } from 'node:fs';
-import { lstat, lutimes, open, rename, symlink, unlink } from 'node:fs/promises';
+import { lstatSync } from 'node:fs';
+import { lstat, lutimes, open, symlink, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
-import { promisify } from 'node:util';
 import type { ChunkReader } from './chunk-reader.ts';
 import { bytesEqual } from './codec.ts';
 import { EngineError, errnoCode, throwIfAborted } from './errors.ts';
 import type { ProgressReporter } from './progress.ts';
 import { releasePrivate } from './release.ts';
+import { CREATE_FLAGS, restoredFileMode, writeSmallFile } from './restore-write.ts';
+import type { SmallFile } from './restore-write.ts';
 import { FILE_FLAGS, atPath } from './source.ts';
 import type { TreeNode } from './tree.ts';
 
 /**
  * Writes one file or symlink of a restore inside a directory the restore holds open, never
- * through a path: the temp file is created with O_CREAT|O_EXCL|O_NOFOLLOW under a short random
- * name in that directory, written, given its mode and times through its own descriptor, made
- * durable (fsync), then renamed over the real name in the same directory. No half-written file
- * is ever visible under its real name, and a symlink swapped in anywhere above is never
- * followed.
+ * through a path: it is created with O_CREAT|O_EXCL|O_NOFOLLOW under a short random temp name in
+ * that directory, written, and given its mode and times through its own descriptor. The caller
+ * hands the temp name to restore-commit.ts, which makes it durable and only then renames it over
+ * the real name: no half-written file is ever visible under its real name, and a symlink swapped
+ * in anywhere above is never followed.
  */
-const fsyncFd = promisify(fsync);
-const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
 /** Chunks of one file fetched ahead of the one being written. */
 const READ_AHEAD = 8;
 const SYNC_EVERY = 64 * 1024 * 1024;
@@ -32,8 +32,12 @@ export interface FileWriteContext {
   signal: AbortSignal;
 }
 
-function tempName(): Buffer {
-  return Buffer.from(`.restore-${randomBytes(8).toString('hex')}`);
+/** Temp names are `.restore-<random of this process>-<number>`: a written file is remembered by its number alone. */
+export const TEMP_PREFIX = `.restore-${randomBytes(8).toString('hex')}-`;
+let tempCount = 0;
+
+export function tempName(n: number): Buffer {
+  return Buffer.from(`${TEMP_PREFIX}${n.toString(36)}`, 'latin1');
 }
 
 function seconds(ns: bigint): number {
@@ -44,6 +48,15 @@ function seconds(ns: bigint): number {
 export async function existing(dirFd: number, name: Uint8Array): Promise<Stats | null> {
   try {
     return await lstat(atPath(dirFd, name));
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+export function existingSync(dirFd: number, name: Uint8Array): Stats | null {
+  try {
+    return lstatSync(atPath(dirFd, name));
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return null;
     throw err;
@@ -70,31 +83,30 @@ export async function sameContent(dirFd: number, name: Uint8Array, node: TreeNod
   }
 }
 
-/** Creates a symlink (temp name, then rename). */
-export async function writeLink(dirFd: number, node: TreeNode): Promise<void> {
-  const temp = atPath(dirFd, tempName());
+/** Creates a symlink under a temp name; returns the name's number (see `tempName`). */
+export async function writeLink(dirFd: number, node: TreeNode): Promise<number> {
+  const n = ++tempCount;
+  const temp = atPath(dirFd, tempName(n));
   await symlink(Buffer.from(node.link!), temp);
-  try {
-    await lutimes(temp, seconds(node.mtimeNs), seconds(node.mtimeNs)).catch(() => {});
-    await rename(temp, atPath(dirFd, node.name));
-  } catch (err) {
-    await unlink(temp).catch(() => {});
-    throw err;
-  }
+  await lutimes(temp, seconds(node.mtimeNs), seconds(node.mtimeNs)).catch(() => {});
+  return n;
 }
 
-/** Creates a regular file with its content, mode and mtime (temp name, fsync, then rename). */
-export async function writeFile(ctx: FileWriteContext, dirFd: number, node: TreeNode): Promise<void> {
-  const temp = atPath(dirFd, tempName());
-  if ((node.chunks?.length ?? 0) <= 1) return writeSmall(ctx, dirFd, node, temp);
+/** Creates a regular file with its content, mode and mtime under a temp name (not synced); returns the name's number (see `tempName`). */
+export async function writeFile(ctx: FileWriteContext, dirFd: number, node: TreeNode): Promise<number> {
+  const n = ++tempCount;
+  if ((node.chunks?.length ?? 0) <= 1) {
+    await writeSmall(ctx, dirFd, node, tempName(n));
+    return n;
+  }
+  const temp = atPath(dirFd, tempName(n));
   const fh = await open(temp, CREATE_FLAGS, 0o600);
   try {
     await writeChunks(ctx, fh, node);
-    await fh.chmod(node.mode & 0o7777);
+    await fh.chmod(restoredFileMode(node.mode));
     await fh.utimes(seconds(node.mtimeNs), seconds(node.mtimeNs));
-    await fh.sync();
     await fh.close();
-    await rename(temp, atPath(dirFd, node.name));
+    return n;
   } catch (err) {
     await fh.close().catch(() => {});
     await unlink(temp).catch(() => {});
@@ -103,41 +115,31 @@ export async function writeFile(ctx: FileWriteContext, dirFd: number, node: Tree
 }
 
 /**
- * A file of at most one chunk (most files of a source tree): created, written and given its mode
- * and times with synchronous calls (a thread-pool round trip each would cost more than the call),
- * fsynced asynchronously, then renamed into place.
+ * A file of at most one chunk (most files of a source tree): the worker that decodes its chunk
+ * writes it (restore-write.ts), with the other small files of the same run; an empty file, or
+ * one whose chunk had to be read on its own, is written here.
  */
-async function writeSmall(ctx: FileWriteContext, dirFd: number, node: TreeNode, temp: Buffer): Promise<void> {
+async function writeSmall(ctx: FileWriteContext, dirFd: number, node: TreeNode, name: Buffer): Promise<void> {
   const { reader, progress, signal } = ctx;
-  let data: Uint8Array = new Uint8Array(0);
-  let held = 0;
-  try {
-    const id = node.chunks?.[0];
-    if (id !== undefined) {
-      const loc = await reader.locate(id);
-      await reader.budget.acquire(loc.rawLength);
-      held = loc.rawLength;
-      data = await reader.read(loc);
-    }
+  // A copy of its own: the name goes to a worker, and a view of Buffer's pool would be sent with the whole pool slab.
+  const file: SmallFile = { dirFd, name: new Uint8Array(name), mode: node.mode, mtime: seconds(node.mtimeNs) };
+  const id = node.chunks?.[0];
+  if (id === undefined) {
     throwIfAborted(signal);
-    let fd = openSync(temp, CREATE_FLAGS, 0o600);
-    try {
-      for (let off = 0; off < data.length; ) off += writeSync(fd, data, off, data.length - off, off);
-      fchmodSync(fd, node.mode & 0o7777);
-      futimesSync(fd, seconds(node.mtimeNs), seconds(node.mtimeNs));
-      await fsyncFd(fd);
-      closeSync(fd);
-      fd = -1;
-      await rename(temp, atPath(dirFd, node.name));
-    } catch (err) {
-      if (fd >= 0) closeSync(fd);
-      await unlink(temp).catch(() => {});
-      throw err;
+    writeSmallFile(file, new Uint8Array(0));
+    return;
+  }
+  const loc = await reader.locate(id);
+  await reader.budget.acquire(loc.rawLength);
+  try {
+    const data = await reader.writeSmall(loc, file);
+    if (data) {
+      throwIfAborted(signal);
+      writeSmallFile(file, data);
     }
-    progress.add(0, data.length);
+    progress.add(0, loc.rawLength);
   } finally {
-    if (data.length > 0) releasePrivate(data);
-    if (held > 0) reader.budget.release(held);
+    reader.budget.release(loc.rawLength);
   }
 }
 
@@ -191,7 +193,7 @@ async function writeChunks(ctx: FileWriteContext, fh: FileHandle, node: TreeNode
       position += data.length;
       consumed++;
       progress.add(0, data.length);
-      // A large file is flushed as it goes, so the final fsync does not wait for all of it.
+      // A large file is flushed as it goes: its dirty pages stay bounded, and the commit's sync does not wait for all of it.
       sinceSync += data.length;
       if (sinceSync >= SYNC_EVERY && !syncing) {
         sinceSync = 0;

@@ -1,14 +1,14 @@
-import { closeSync, fchmodSync, fstatSync, fsync, futimesSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { pathToText } from '../escaped-path.ts';
 import { ChunkReader } from './chunk-reader.ts';
-import { EngineError, cancellable, errnoCode, fromStorage, fromTargetFs, observed, throwIfAborted } from './errors.ts';
+import { EngineError, cancellable, errnoCode, fromStorage, fromTargetFs, observed, throwIfAborted, whenAborted } from './errors.ts';
 import { WorkerPool } from './pool.ts';
 import { ProgressReporter } from './progress.ts';
 import type { Repository } from './repository.ts';
-import { existing, sameContent, writeFile, writeLink } from './restore-file.ts';
+import { Commits } from './restore-commit.ts';
+import { existing, existingSync, sameContent, writeFile, writeLink } from './restore-file.ts';
 import { ALL, below, select } from './select.ts';
 import type { Selection } from './select.ts';
 import { childPath } from './snapshot.ts';
@@ -38,14 +38,15 @@ export interface RestoreResult {
   warnings: Warnings;
 }
 
-/** Files (and symlinks) being written at once. */
-const FILES_IN_FLIGHT = 64;
-const fsyncFd = promisify(fsync);
+/**
+ * Entries being written at once. Small files (one chunk or none) and symlinks cost a record and
+ * their chunk while in flight (the chunk budget bounds the bytes), and many of them in flight are
+ * what lets their reads be grouped into runs (run-reader.ts); a multi-chunk file also holds a
+ * descriptor and its read-ahead, so fewer of those run at once.
+ */
+const SMALL_IN_FLIGHT = 64;
+const LARGE_IN_FLIGHT = 16;
 const TYPE_NAMES = { f: 'file', d: 'directory', l: 'symlink' } as const;
-
-function seconds(ns: bigint): number {
-  return Number(ns / 1000n) / 1e6;
-}
 
 /** A counting semaphore whose waits end when the signal aborts. */
 class Slots {
@@ -58,12 +59,11 @@ class Slots {
     while (this.free === 0) {
       throwIfAborted(signal);
       await new Promise<void>((resolve) => {
-        const wake = (): void => {
-          signal.removeEventListener('abort', wake);
+        const forget = whenAborted(signal, resolve);
+        this.waiters.push(() => {
+          forget();
           resolve();
-        };
-        this.waiters.push(wake);
-        signal.addEventListener('abort', wake, { once: true });
+        });
       });
     }
     this.free--;
@@ -103,9 +103,18 @@ class RestoreJob {
   private readonly signal: AbortSignal;
   private readonly halt: AbortController;
   private readonly reader: ChunkReader;
+  private readonly stopWorkers: () => Promise<void>;
   private readonly progress: ProgressReporter;
   private readonly warnings = new WarningList();
-  private readonly slots = new Slots(FILES_IN_FLIGHT);
+  private readonly smallSlots = new Slots(SMALL_IN_FLIGHT);
+  private readonly largeSlots = new Slots(LARGE_IN_FLIGHT);
+  private readonly commits = new Commits((path, err, size) => {
+    if (size !== null) {
+      this.result.filesRestored--;
+      this.result.sizeBytes -= size;
+    }
+    this.failed(path, err);
+  });
   private trees!: SnapshotTrees;
   private fatal: unknown = null;
   private readonly result = { filesRestored: 0, filesSkipped: 0, sizeBytes: 0 };
@@ -116,6 +125,7 @@ class RestoreJob {
     this.signal = signal;
     this.halt = halt;
     this.reader = new ChunkReader(repo, pool, signal);
+    this.stopWorkers = () => pool.stopped();
     this.progress = new ProgressReporter(opts.onProgress);
   }
 
@@ -153,6 +163,7 @@ class RestoreJob {
         else if (errnoCode(err) !== 'EEXIST') throw err;
       }
       fd = await openFd(target, DIR_FLAGS);
+      this.commits.opened(fd, fstatSync(fd).dev);
     } catch (err) {
       const mapped = fromTargetFs(err);
       if (mapped instanceof EngineError) throw mapped;
@@ -163,10 +174,19 @@ class RestoreJob {
       ({ files, bytes }) => this.progress.setTotals(files, bytes),
       () => {},
     );
-    const done = await this.dir(fd, new Uint8Array(0), root.nodes, selection, created, false);
-    await done();
-    if (this.fatal) throw this.fatal;
-    throwIfAborted(this.signal);
+    try {
+      const done = await this.dir(fd, new Uint8Array(0), root.nodes, selection, created, false);
+      await done();
+      if (!this.fatal && !this.signal.aborted) await this.commits.finish();
+    } catch (err) {
+      this.stop(err);
+    }
+    if (this.fatal || this.signal.aborted) {
+      await this.stopWorkers(); // a worker may be writing a small file: it stops first, then its temp file goes
+      await this.commits.abandon();
+      if (this.fatal) throw this.fatal;
+      throwIfAborted(this.signal);
+    }
     this.progress.finish();
     return { ...this.result, warnings: this.warnings.result() };
   }
@@ -206,17 +226,18 @@ class RestoreJob {
         await this.opts.beforeCreate?.(path, TYPE_NAMES[node.type]);
         if (node.type === 'd') {
           const children = await this.trees.children(node);
-          const sub = await this.openDir(fd, node, path, created);
+          const sub = this.openDir(fd, node, path, created);
           if (!sub) continue;
           const done = await this.dir(sub.fd, path, children.nodes, sel, sub.created, sel === ALL ? node : false);
           waits.push(observed(done()));
         } else if (sel === ALL) {
-          await this.slots.take(this.signal);
+          const slots = (node.chunks?.length ?? 0) > 1 ? this.largeSlots : this.smallSlots;
+          await slots.take(this.signal);
           if (this.signal.aborted) {
-            this.slots.give();
+            slots.give();
             break;
           }
-          waits.push(observed(this.entry(fd, node, path, created).finally(() => this.slots.give())));
+          waits.push(observed(this.entry(fd, node, path, created).finally(() => slots.give())));
         }
       }
     } catch (err) {
@@ -224,41 +245,39 @@ class RestoreJob {
     }
     const finished = (async () => {
       await Promise.allSettled(waits);
-      try {
-        if (!this.signal.aborted) {
-          await fsyncFd(fd); // the names renamed into it are durable
-          if (meta) {
-            fchmodSync(fd, meta.mode & 0o7777);
-            futimesSync(fd, seconds(meta.mtimeNs), seconds(meta.mtimeNs));
-          }
-        }
-      } catch (err) {
-        this.failed(rel, err);
-      } finally {
-        closeSync(fd);
-      }
+      // Its metadata is applied, and it is closed, once the entries written into it are committed.
+      if (!this.signal.aborted) await this.commits.dirDone(fd, meta, rel).catch((err: unknown) => this.stop(err));
     })();
     return () => finished;
   }
 
-  /** Creates (or, when it exists, opens) a directory inside the one open as `parentFd`; null when it was not (warning). */
-  private async openDir(parentFd: number, node: TreeNode, path: Uint8Array, parentCreated: boolean): Promise<{ fd: number; created: boolean } | null> {
+  /**
+   * Creates (or, when it exists, opens) a directory inside the one open as `parentFd`; null when
+   * it was not (warning). Synchronous calls: two thread-pool round trips per directory cost more
+   * than the calls, and the walk would wait for them.
+   */
+  private openDir(parentFd: number, node: TreeNode, path: Uint8Array, parentCreated: boolean): { fd: number; created: boolean } | null {
     const at = atPath(parentFd, node.name);
     let created = false;
     try {
       if (!parentCreated) {
-        const st = await existing(parentFd, node.name);
+        const st = existingSync(parentFd, node.name);
         if (st && !st.isDirectory()) throw new EngineError('RESTORE_CONFLICT', `${pathToText(path)} exists and is not a directory`, { path: pathToText(path) });
-        if (!st) created = await mkdir(at, { mode: 0o700 }).then(() => true);
+        if (!st) {
+          mkdirSync(at, { mode: 0o700 });
+          created = true;
+        }
       } else {
-        await mkdir(at, { mode: 0o700 });
+        mkdirSync(at, { mode: 0o700 });
         created = true;
       }
-      const fd = await openFd(at, DIR_FLAGS);
-      if (!fstatSync(fd).isDirectory()) {
+      const fd = openSync(at, DIR_FLAGS);
+      const st = fstatSync(fd);
+      if (!st.isDirectory()) {
         closeSync(fd);
         throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
       }
+      this.commits.opened(fd, st.dev);
       return { fd, created };
     } catch (err) {
       if (errnoCode(err) === 'ELOOP' || errnoCode(err) === 'ENOTDIR' || errnoCode(err) === 'EEXIST') {
@@ -283,13 +302,13 @@ class RestoreJob {
           return;
         }
       }
-      if (node.type === 'l') await writeLink(dirFd, node);
-      else {
-        await writeFile({ reader: this.reader, progress: this.progress, signal: this.signal }, dirFd, node);
+      const temp = node.type === 'l' ? await writeLink(dirFd, node) : await writeFile({ reader: this.reader, progress: this.progress, signal: this.signal }, dirFd, node);
+      if (node.type === 'f') {
         this.result.sizeBytes += node.size;
         this.progress.add(1, 0);
       }
       this.result.filesRestored++;
+      await this.commits.file(dirFd, temp, path, node.type === 'f' ? node.size : 0);
     } catch (err) {
       this.failed(path, err);
     }

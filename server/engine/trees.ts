@@ -1,5 +1,5 @@
 import { decodeBlob } from './blob.ts';
-import { locate, packFailure } from './chunk-reader.ts';
+import { locate, packFailure, relocated } from './chunk-reader.ts';
 import { toHex } from './codec.ts';
 import { EngineError, abortable } from './errors.ts';
 import { fromV1Tree } from './legacy.ts';
@@ -41,11 +41,20 @@ export class TreeLoader {
   }
 
   async load(id: Uint8Array): Promise<Dir> {
-    const loc = await abortable(
+    let loc = await abortable(
       locate(this.repo, id, 'tree', () => (this.refreshed ??= this.repo.refreshIndex())),
       this.signal,
     );
-    const pack = await abortable(this.pack(loc.pack), this.signal);
+    let pack: Uint8Array;
+    try {
+      pack = await abortable(this.pack(loc.pack), this.signal);
+    } catch (err) {
+      // The pack is gone: a prune moved the tree since the index was loaded.
+      const moved = err instanceof EngineError && err.details.missing ? await abortable(relocated(this.repo, loc), this.signal) : undefined;
+      if (!moved) throw err;
+      loc = moved;
+      pack = await abortable(this.pack(loc.pack), this.signal);
+    }
     if (loc.offset + loc.length > pack.length) throw new EngineError('CORRUPT_DATA', `pack ${loc.pack} is shorter than its index says`, { pack: loc.pack });
     const plain = decodeBlob(this.repo.blobKeys, loc, pack.subarray(loc.offset, loc.offset + loc.length));
     return { id, plain, nodes: decodeTree(plain, `tree ${toHex(id)}`) };

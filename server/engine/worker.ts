@@ -8,18 +8,21 @@ import { EngineError } from './errors.ts';
 import { collector, releasePrivate } from './release.ts';
 import { FILE_FLAGS, atPath, changedSinceWalk, fdDir, kindOfMode, openFailure } from './source.ts';
 import type { EntryKind } from './source.ts';
+import type { DecodedRun, RunBlob } from './run-reader.ts';
+import { writeSmallFile } from './restore-write.ts';
 import type { CompressionCode } from './types.ts';
 
 /**
  * Worker side of pool.ts: the source's directories listed and its small files read (through
  * directory handles the main thread holds, see source.ts; a file is opened and closed within one
  * call), keyed hashing, compression and encryption of blobs, and the
- * reverse. Everything here is synchronous; a worker stuck in a system call is terminated by its
+ * reverse (with a restore's small files written as their chunks are decoded). Everything here is synchronous; a worker stuck in a system call is terminated by its
  * pool, never waited for.
  */
 export type WorkerRequest =
   | { type: 'encode'; seq: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; items: Uint8Array[] }
   | { type: 'decode'; seq: number; items: { ref: BlobRef; data: Uint8Array }[] }
+  | { type: 'decodeRuns'; seq: number; items: { blobs: RunBlob[]; data: Uint8Array }[] }
   | { type: 'encodeFiles'; seq: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; items: SourceFile[] }
   | { type: 'listDir'; seq: number; items: DirRequest[] };
 
@@ -91,6 +94,55 @@ function readSourceFile(f: SourceFile): { plain: Uint8Array } | { grew: true } |
   }
 }
 
+/**
+ * The blobs of one run of a pack, decoded and checked, their plaintexts copied into one buffer;
+ * a blob that comes with a restore's small file is written to that file here instead.
+ */
+function decodeRun(blobs: RunBlob[], data: Uint8Array): DecodedRun {
+  const plains: (Uint8Array | null)[] = [];
+  const errors: DecodedRun['errors'] = [];
+  let total = 0;
+  for (const b of blobs) {
+    processed(b.ref.rawLength);
+    let plain: Uint8Array;
+    try {
+      plain = decodeBlob(key, b.ref, data.subarray(b.offset, b.offset + b.length));
+    } catch (err) {
+      const e = err instanceof EngineError ? err : new EngineError('CORRUPT_DATA', String(err));
+      plains.push(null);
+      errors.push({ code: e.code, message: e.message });
+      continue;
+    }
+    if (b.file) {
+      try {
+        writeSmallFile(b.file, plain);
+        errors.push(null);
+      } catch (err) {
+        errors.push({ code: (err as NodeJS.ErrnoException).code ?? 'EIO', message: (err as Error).message, errno: true });
+      }
+      if (plain.buffer !== data.buffer) releasePrivate(plain);
+      plains.push(null);
+      continue;
+    }
+    plains.push(plain);
+    errors.push(null);
+    total += plain.length;
+  }
+  const out = new Uint8Array(total);
+  const ends: number[] = [];
+  let at = 0;
+  for (const plain of plains) {
+    if (plain) {
+      out.set(plain, at);
+      at += plain.length;
+      if (plain.buffer !== data.buffer) releasePrivate(plain);
+    }
+    ends.push(at);
+  }
+  releasePrivate(data);
+  return { data: out, ends, errors };
+}
+
 function listDir({ fd }: DirRequest): DirListing {
   try {
     const names = readdirSync(fdDir(fd), { encoding: 'buffer' }).sort(Buffer.compare);
@@ -150,6 +202,15 @@ function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer
         results: msg.items.map((plain) => {
           processed(plain.length);
           return encoded(encodeBlob(key, plain, msg.comp, msg.level, msg.encrypt), plain);
+        }),
+        transfer,
+      };
+    case 'decodeRuns':
+      return {
+        results: msg.items.map(({ blobs, data }) => {
+          const run = decodeRun(blobs, data);
+          transfer.push(run.data.buffer as ArrayBuffer);
+          return run;
         }),
         transfer,
       };

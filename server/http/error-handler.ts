@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
+import { StoreFullError, StoreUnavailableError } from '../store/errors.ts';
 import { errorBody } from './envelope.ts';
 import { ApiError, type ValidationProblem } from './errors.ts';
 import { hasBody } from './json-body.ts';
@@ -89,14 +90,13 @@ function fromValidator(err: ValidatorError, requestHadBody: boolean): ApiError |
   }
 }
 
-/** SQLite result codes (primary, low byte) that mean the database cannot serve now: busy, locked, I/O, full, cannot open. */
-const UNAVAILABLE_SQLITE_CODES = new Set([5, 6, 10, 13, 14]);
-
-/** The store is down (closed during shutdown, busy, disk trouble): 503 with Retry-After, not a bug. */
-function isStoreUnavailable(err: unknown): boolean {
-  const e = err as { code?: unknown; errcode?: unknown };
-  if (e?.code === 'ERR_SQLITE_ERROR' && typeof e.errcode === 'number') return UNAVAILABLE_SQLITE_CODES.has(e.errcode & 0xff);
-  return e?.code === 'ERR_INVALID_STATE' && /database is not open|finalized/.test(String((err as Error).message));
+/** The store's failures: down (closed during shutdown, busy, unreachable) is 503 with Retry-After; out of space is 507. */
+function fromStore(err: unknown): ApiError | null {
+  if (err instanceof StoreUnavailableError) {
+    return new ApiError('SERVICE_UNAVAILABLE', 'The service cannot serve this request right now; retry shortly.', {}, { 'Retry-After': '5' });
+  }
+  if (err instanceof StoreFullError) return new ApiError('STORAGE_FULL', 'The server has no space left to record this request; nothing was kept.');
+  return null;
 }
 
 export function sendError(res: Response, err: ApiError): void {
@@ -115,9 +115,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (err instanceof ApiError) apiError = err;
     else if (isBodyParserError(err)) apiError = fromBodyParser(err);
     else if (isValidatorError(err)) apiError = fromValidator(err, hasBody(req.headers));
-    else if (isStoreUnavailable(err)) {
-      apiError = new ApiError('SERVICE_UNAVAILABLE', 'The service cannot serve this request right now; retry shortly.', {}, { 'Retry-After': '5' });
-    }
+    else apiError = fromStore(err);
 
     if (!apiError) {
       logger.error({ err, request_id: requestIdOf(res), method: req.method, path: req.path }, 'unhandled error');

@@ -4,6 +4,9 @@
  * without a proxy saying `http` (local development and tools on the host). Anything else, a
  * trusted proxy reporting `http` included, is refused with 403 HTTPS_REQUIRED before any
  * operation runs. Responses that went out over HTTPS carry Strict-Transport-Security.
+ *
+ * The health probes are exempt: load balancers and kubelets call each instance directly, not
+ * through the TLS-terminating proxy, and a probe carries no credentials and answers no data.
  */
 import type { Request, RequestHandler } from 'express';
 import { isLoopback } from '../tls/loopback.ts';
@@ -25,11 +28,11 @@ export function transportOf(req: Request): Transport {
   return isLoopback(peer) ? 'http-loopback' : 'http';
 }
 
-export function httpsPolicy(): RequestHandler {
+export function httpsPolicy(exemptPaths: ReadonlySet<string> = new Set()): RequestHandler {
   return (req, res, next) => {
     const transport = transportOf(req);
     if (transport === 'https') res.setHeader('Strict-Transport-Security', HSTS);
-    if (transport === 'http' || transport === 'http-forwarded') {
+    if ((transport === 'http' || transport === 'http-forwarded') && !exemptPaths.has(req.path)) {
       next(new ApiError('HTTPS_REQUIRED', 'Only HTTPS is served; call the https:// address. Nothing was done.'));
       return;
     }

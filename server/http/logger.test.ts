@@ -31,4 +31,26 @@ describe('request logs', () => {
     expect(text).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}/);
     expect(text).not.toContain('cursor=abc');
   });
+
+  it('logs successful probe requests at debug, so orchestrators polling them do not flood the log', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const h = await startHarness({}, { logger: createLogger('debug', sink) });
+    try {
+      await h.request('/livez', { headers: { 'X-Request-Id': 'probe-live' } });
+      await h.request('/readyz?bad=1', { headers: { 'X-Request-Id': 'probe-bad' } });
+      await h.request('/api/v1/status', { headers: { 'X-Request-Id': 'status-1' } });
+    } finally {
+      await h.cleanup();
+    }
+    const level = (id: string) => (JSON.parse(lines.find((l) => l.includes(`"request_id":"${id}"`) && l.includes('"msg":"request"'))!) as { level: number }).level;
+    expect(level('probe-live')).toBe(20);
+    expect(level('probe-bad')).toBe(30);
+    expect(level('status-1')).toBe(30);
+  });
 });

@@ -36,8 +36,9 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
 /**
  * One log line per request when the response finishes: method, path (no query string, which may
  * carry cursors or e-mail addresses), status, duration, request id and account. Never headers or bodies.
+ * Successful requests to `quietPaths` (the health probes, asked every few seconds) log at debug.
  */
-export function requestLogger(logger: Logger): RequestHandler {
+export function requestLogger(logger: Logger, quietPaths: ReadonlySet<string> = new Set()): RequestHandler {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
     res.on('finish', () => {
@@ -52,6 +53,7 @@ export function requestLogger(logger: Logger): RequestHandler {
         account: maybeAuthOf(res)?.accountId,
       };
       if (status >= 500) logger.error(line, 'request failed');
+      else if (status < 400 && quietPaths.has(req.path)) logger.debug(line, 'request');
       else logger.info(line, 'request');
     });
     next();

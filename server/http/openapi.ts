@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import * as OpenApiValidator from 'express-openapi-validator';
 import type { RequestHandler } from 'express';
+import { AjvOptions } from 'express-openapi-validator/dist/framework/ajv/options.js';
+import { OpenApiSpecLoader } from 'express-openapi-validator/dist/framework/openapi.spec.loader.js';
+import type { OpenApiRequest, OpenApiRequestMetadata, OpenAPIV3, OpenApiValidatorOpts, ValidateResponseOpts } from 'express-openapi-validator/dist/framework/types.js';
+import { RequestValidator, ResponseValidator } from 'express-openapi-validator/dist/middlewares/index.js';
+import { SchemaPreprocessor } from 'express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js';
+import { OpenApiValidator } from 'express-openapi-validator/dist/openapi.validator.js';
 
 export type OpenApiDocument = {
   openapi: string;
@@ -52,18 +57,56 @@ export function takesBody(doc: OpenApiDocument, path: string, method: string): b
   return operation?.requestBody !== undefined;
 }
 
+/** The validation of one operation: request (always), then response (when enabled). */
+export type OperationValidator = (method: string, path: string) => RequestHandler[];
+
 /**
- * Request validation (always) and response validation (when enabled) against the merged document.
- * Security is checked by our own middleware; undocumented paths are answered by the route guard.
+ * express-openapi-validator, built once at start for every operation of the merged document.
+ * Its `middleware()` resolves the document behind a promise every request waits on, and matches
+ * each request by compiling the path pattern of every route of the document in turn; here the
+ * document is loaded and preprocessed once, and each operation's chain is mounted on that
+ * operation's own Express route, so the route Express matched (with the same strict,
+ * case-sensitive routing) names the operation. Request and response validation are the library's
+ * own, with the options below; security is checked by our own middleware, and no operation takes
+ * multipart bodies.
  */
-export function openApiValidator(doc: OpenApiDocument, validateResponses: boolean): RequestHandler[] {
-  return OpenApiValidator.middleware({
-    apiSpec: doc as unknown as Parameters<typeof OpenApiValidator.middleware>[0]['apiSpec'],
+export async function openApiValidator(doc: OpenApiDocument, validateResponses: boolean): Promise<OperationValidator> {
+  const responseOpts: ValidateResponseOpts = { allErrors: true };
+  const options = {
+    apiSpec: doc as unknown as OpenAPIV3.DocumentV3,
     validateApiSpec: true,
     validateRequests: { allowUnknownQueryParameters: false, allErrors: true },
-    validateResponses: validateResponses ? { allErrors: true } : false,
+    validateResponses: validateResponses ? responseOpts : false,
     validateSecurity: false,
     ignoreUndocumented: true,
     validateFormats: true,
-  }) as RequestHandler[];
+  } satisfies OpenApiValidatorOpts;
+  const eov = new OpenApiValidator(options);
+  const spec = await new OpenApiSpecLoader({ apiDoc: structuredClone(options.apiSpec), validateApiSpec: true, $refParser: { mode: 'bundle' } }).load();
+  const { ajvOpts } = eov as unknown as { ajvOpts: AjvOptions };
+  const { apiDocRes } = new SchemaPreprocessor(spec.apiDoc, ajvOpts.preprocessor, options.validateResponses as ValidateResponseOpts).preProcess();
+  const requests = new RequestValidator(spec.apiDoc, ajvOpts.request);
+  const responses = validateResponses ? new ResponseValidator(apiDocRes, ajvOpts.response, responseOpts, spec.serial).validate() : null;
+
+  return (method, path) => {
+    const route = spec.routes.find((r) => r.openApiRoute === path && r.method === method.toUpperCase());
+    if (!route) throw new Error(`The document has no operation ${method.toUpperCase()} ${path}`);
+    const key = route.openApiRoute.substring(route.basePath.length);
+    const schema = spec.apiDoc.paths![key]![method.toLowerCase() as 'get'] as OpenAPIV3.OperationObject;
+    const responseSchema = apiDocRes?.paths?.[key]?.[method.toLowerCase() as 'get'];
+    // What the library's metadata middleware records for a request it matched to this route.
+    const metadata: RequestHandler = (req, _res, next) => {
+      (req as unknown as { openapi: OpenApiRequestMetadata & { _responseSchema?: unknown } }).openapi = {
+        expressRoute: route.expressRoute,
+        openApiRoute: route.openApiRoute,
+        pathParams: req.params as Record<string, string>,
+        schema,
+        serial: spec.serial,
+        _responseSchema: responseSchema,
+      };
+      next();
+    };
+    const request: RequestHandler = (req, res, next) => requests.validate(req as unknown as OpenApiRequest, res, next);
+    return responses ? [metadata, request, responses as RequestHandler] : [metadata, request];
+  };
 }

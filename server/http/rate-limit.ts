@@ -58,6 +58,11 @@ function applyIfBinding(res: Response, applied: AppliedLimit, draftHeaders: bool
   }
 }
 
+/** The name of the limit the response's rate-limit headers describe: on a 429, the one that refused it. */
+export function bindingLimit(res: Response): string | undefined {
+  return (res as LimitedResponse)[APPLIED]?.name;
+}
+
 function rateLimited(state: RateLimitState, windowMs: number): ApiError {
   const retryAfter = secondsUntilReset(state);
   return new ApiError(

@@ -1,4 +1,4 @@
-import type { JobKind, Progress, Store } from '../store/index.ts';
+import type { Progress } from '../store/index.ts';
 
 /**
  * Persists job progress at most every `intervalMs` (a job reports per file; the database need not
@@ -7,15 +7,11 @@ import type { JobKind, Progress, Store } from '../store/index.ts';
 export class ProgressWriter {
   private last: Progress = { filesDone: 0, filesTotal: 0, bytesDone: 0, bytesTotal: 0 };
   private writtenAt = 0;
-  private readonly store: Store;
-  private readonly kind: JobKind;
-  private readonly id: string;
+  private readonly write: (p: Progress) => Promise<void>;
   private readonly intervalMs: number;
 
-  constructor(store: Store, kind: JobKind, id: string, intervalMs = 500) {
-    this.store = store;
-    this.kind = kind;
-    this.id = id;
+  constructor(write: (p: Progress) => Promise<void>, intervalMs = 500) {
+    this.write = write;
     this.intervalMs = intervalMs;
   }
 
@@ -24,7 +20,8 @@ export class ProgressWriter {
     const now = Date.now();
     if (now - this.writtenAt < this.intervalMs) return;
     this.writtenAt = now;
-    this.store.jobs.updateProgress(this.kind, this.id, this.last);
+    // Progress is advisory: a write lost to a database blip is overwritten by the next one.
+    this.write(this.last).catch(() => {});
   };
 
   get latest(): Progress {

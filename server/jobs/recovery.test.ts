@@ -6,8 +6,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../auth/api-keys.ts';
 import { newId } from '../ids.ts';
-import { Store } from '../store/index.ts';
+import { openSqliteStore } from '../store/sqlite/index.ts';
 import { startHarness } from '../testing/harness.ts';
+import * as state from './state.ts';
 
 describe('restart recovery and graceful shutdown', () => {
   let dir: string;
@@ -20,16 +21,16 @@ describe('restart recovery and graceful shutdown', () => {
     const root = join(dir, 'root');
     mkdirSync(join(root, 'src'), { recursive: true });
     writeFileSync(join(root, 'src', 'a.txt'), 'a');
-    // The state a killed server leaves behind, written straight into the database file.
-    const store = Store.open(join(dir, 'data'));
-    const account = store.accounts.createAccount('pro');
+    // The state a killed server leaves behind: one job claimed (its lease far from over), one queued.
+    const store = openSqliteStore(join(dir, 'data'));
+    const account = await store.accounts.createAccount('pro');
     const running = newId('bkp');
     const queued = newId('bkp');
-    for (const id of [running, queued]) {
-      store.jobs.insertBackup({ id, accountId: account.id, source: join(root, 'src'), destination: 'cloud', compression: 'zstd', encryption: true, deduplication: true });
+    for (const [id, repository] of [[running, 'r1'], [queued, 'r2']] as const) {
+      await store.jobs.insertBackup({ id, accountId: account.id, repository, source: join(root, 'src'), destination: 'cloud', compression: 'zstd', encryption: true, deduplication: true }, 100);
     }
-    store.jobs.markRunning('backup', running);
-    store.close();
+    expect(await state.start(store, { kind: 'backup', id: running }, { owner: 'inst_killed', leaseMs: 600_000, accountCap: 2 })).toBe(true);
+    await store.close();
 
     const h = await startHarness({}, {}, dir);
     try {
@@ -38,7 +39,7 @@ describe('restart recovery and graceful shutdown', () => {
       const res = await h.request(`/api/v1/backup/${running}`, { token });
       expect(res.body.data).toMatchObject({ status: 'failed', error: { code: 'INTERRUPTED' } });
       expect(res.body.data.finished_at).not.toBeNull();
-      await h.service.services.queue.waitSettled('backup', queued, 30_000);
+      await h.service.services.queue.waitSettled(queued, 30_000);
       expect((await h.request(`/api/v1/backup/${queued}`, { token })).body.data.status).toBe('completed');
     } finally {
       await h.stop();
@@ -54,7 +55,9 @@ describe('restart recovery and graceful shutdown', () => {
       ...process.env,
       PORT: '0',
       HOST: '127.0.0.1',
+      METRICS_PORT: '0',
       DATA_DIR: join(sdir, 'data'),
+      XDG_CONFIG_HOME: join(sdir, 'config'),
       BACKUP_ALLOWED_ROOTS: root,
       BACKUP_BOOTSTRAP_API_KEY: 'key_sigterm_test',
       BACKUP_BOOTSTRAP_SECRET: 'a-secret-of-enough-length',
@@ -92,13 +95,12 @@ describe('restart recovery and graceful shutdown', () => {
     expect(out).toMatch(/"msg":"stopped"/);
     expect(out).not.toContain('a-secret-of-enough-length');
 
-    const store = Store.open(join(sdir, 'data'));
+    const store = openSqliteStore(join(sdir, 'data'));
     try {
-      const job = store.jobs.getBackup(id)!;
       // Stopped mid-run: recorded as interrupted, never left running.
-      expect(job).toMatchObject({ status: 'failed', error: { code: 'INTERRUPTED' } });
+      expect(await store.jobs.getBackup(id)).toMatchObject({ status: 'failed', error: { code: 'INTERRUPTED' } });
     } finally {
-      store.close();
+      await store.close();
     }
   });
 
@@ -111,7 +113,7 @@ describe('restart recovery and graceful shutdown', () => {
       const token = await h.tokenFor(await h.newKey());
       const held = h.request('/api/v1/backup', { method: 'POST', token, headers: { Prefer: 'wait=30' }, json: { source: big, options: { deduplication: false } } });
       const store = h.service.services.store;
-      for (let i = 0; i < 200 && store.jobs.counts().running === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 200 && (await store.jobs.counts()).running === 0; i++) await new Promise((r) => setTimeout(r, 10));
       const stopping = h.stop();
       const res = await held;
       await stopping;

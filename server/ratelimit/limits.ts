@@ -13,10 +13,13 @@ export const ACCOUNT_WINDOW_MS = accountRateLimit.windowSeconds * 1000;
 
 type ToolsOperationId = keyof typeof rateLimits.tools;
 
-/** Public tools requests per client address (per /56 for IPv6) per window, by operationId. */
+/**
+ * Public tools requests per client address (per /56 for IPv6) per window, by operationId; none
+ * for the operations exempt from limits (the health probes).
+ */
 export const TOOL_LIMITS = Object.fromEntries(
-  Object.entries(rateLimits.tools).map(([id, fact]) => [id, { limit: fact.limit, windowMs: fact.windowSeconds * 1000 }]),
-) as Record<ToolsOperationId, { limit: number; windowMs: number }>;
+  Object.entries(rateLimits.tools).flatMap(([id, fact]) => (fact ? [[id, { limit: fact.limit, windowMs: fact.windowSeconds * 1000 }]] : [])),
+) as Partial<Record<ToolsOperationId, { limit: number; windowMs: number }>>;
 
 const token = rateLimits.backup.createToken;
 

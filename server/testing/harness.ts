@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { createApp, type AppOptions, type BackupServiceApp } from '../app.ts';
 import { createApiKey, type CreatedKey } from '../auth/api-keys.ts';
 import { loadConfig, type Plan } from '../config.ts';
+import { shapeEnv } from './shape.ts';
 
 /** A real service on an ephemeral loopback port, with its own data dir and allowed root in a temp dir. */
 export interface Harness {
@@ -13,6 +14,8 @@ export interface Harness {
   dir: string;
   root: string;
   dataDir: string;
+  /** The settings the service was started with (for a keys command or a second instance on the same store). */
+  env: Record<string, string>;
   service: BackupServiceApp;
   server: Server;
   request(path: string, init?: RequestInit & { token?: string; json?: unknown }): Promise<{ status: number; headers: Headers; body: any }>;
@@ -28,7 +31,19 @@ export async function startHarness(env: Record<string, string> = {}, options: Ap
   const root = join(dir, 'root');
   const dataDir = join(dir, 'data');
   mkdirSync(root, { recursive: true });
-  const config = loadConfig({ DATA_DIR: dataDir, BACKUP_ALLOWED_ROOTS: root, PORT: '0', HOST: '127.0.0.1', ...env });
+  // The master key lives outside DATA_DIR, as it must; in the test's temp dir, not the user's home.
+  // Audit lines go to a file of the test's own (not the test runner's stdout); metrics are collected, served only on request.
+  const settings = {
+    DATA_DIR: dataDir,
+    BACKUP_ALLOWED_ROOTS: root,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    MASTER_KEY_FILE: join(dir, 'keys', 'master.key'),
+    AUDIT_LOG: join(dir, 'audit.log'),
+    ...(await shapeEnv()),
+    ...env,
+  };
+  const config = loadConfig(settings);
   const service = await createApp(config, { logger: pino({ level: 'silent' }), ...options });
   const server = await service.listen();
   const address = server.address();
@@ -42,6 +57,7 @@ export async function startHarness(env: Record<string, string> = {}, options: Ap
     dir,
     root,
     dataDir,
+    env: settings,
     service,
     server,
     async request(path, init = {}) {

@@ -46,6 +46,25 @@ export function startServerProcess(env: Record<string, string>): Started {
   return run(process.execPath, [join(PROJECT_ROOT, 'server', 'main.ts')], env);
 }
 
+/** A started server with the ports of its "listening" line: the API's, and the metrics listener's (null when off). */
+export interface ListeningServer extends Started {
+  port: number;
+  metricsPort: number | null;
+}
+
+/** `node server/main.ts`, waited for until it listens; it is killed if it does not. */
+export async function startListeningServer(env: Record<string, string>): Promise<ListeningServer> {
+  const started = startServerProcess(env);
+  try {
+    const port = await started.listening();
+    const line = started.output().split('\n').find((l) => l.includes('backup service listening'))!;
+    return { ...started, port, metricsPort: (JSON.parse(line) as { metrics_port: number | null }).metrics_port };
+  } catch (err) {
+    started.child.kill('SIGKILL');
+    throw err;
+  }
+}
+
 /** Whether a process exists and is not a zombie. */
 export function alive(pid: number): boolean {
   const stat = `/proc/${pid}/stat`;

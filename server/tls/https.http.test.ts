@@ -130,7 +130,7 @@ describe('the server over TLS', () => {
   it('reports the certificate expiry in /status', async () => {
     const status = await get('/api/v1/status');
     const notAfter = new Date(new X509Certificate(readFileSync(first.cert)).validTo);
-    expect(status.body.data.checks.certificate).toEqual({ status: 'ok', latency_ms: 0, expires_at: notAfter.toISOString() });
+    expect(status.body.data.checks.certificate).toEqual({ status: 'ok', latency_ms: expect.any(Number), expires_at: notAfter.toISOString() });
     expect(status.body.data.status).toBe('ok');
   });
 

@@ -31,7 +31,8 @@ describe('npm start refuses to start insecurely', () => {
     expect(await server.exited).toBe(78);
     expect(server.output()).toContain(message());
     expect(server.output()).not.toContain('listening');
-    expect(Date.now() - started).toBeLessThan(10_000);
+    // Refused before any listening or retrying; the bound leaves room for a loaded machine.
+    expect(Date.now() - started).toBeLessThan(30_000);
   });
 });
 

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DatabaseSync } from 'node:sqlite';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../config.ts';
+import { openStore } from '../store/index.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 import { onlyTargets } from './net/target-policy.ts';
 
@@ -137,11 +137,12 @@ describe('public tools over real HTTP', () => {
     expect(res.status).toBe(201);
     expect(res.body.data.id).toMatch(/^msg_[0-9A-Z]{26}$/);
     expect(res.body.data.type).toBe('report-issue');
-    const reader = new DatabaseSync(join(h.dataDir, 'service.db'), { readOnly: true });
+    // Read back through a second connection to the store: committed before the 201.
+    const reader = await openStore(loadConfig(h.env));
     try {
-      expect(reader.prepare('SELECT type, email, message FROM contact_messages WHERE id = ?').get(res.body.data.id)).toEqual({ type: 'report-issue', email: 'bo@example.org', message: 'line 1\nline 2' });
+      expect(await reader.contacts.get(res.body.data.id)).toMatchObject({ type: 'report-issue', email: 'bo@example.org', message: 'line 1\nline 2' });
     } finally {
-      reader.close();
+      await reader.close();
     }
     const body = { name: 'Bo', email: 'bo@example.org', subject: 'S', message: 'M' };
     const unknown = await h.request('/api/contacts/complaints', { method: 'POST', json: body });

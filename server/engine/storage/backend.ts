@@ -30,6 +30,12 @@ export interface Backend {
   list(prefix: string): AsyncIterable<ObjectInfo>;
   /** Removes an object; removing one that does not exist is not an error. */
   remove(name: string): Promise<void>;
+  /**
+   * Optional: removes what interrupted saves left behind (a local directory's temp files) last
+   * written before `olderThan`, and tells how much. Object stores leave it out: an unfinished
+   * upload never becomes an object.
+   */
+  removeUnfinished?(olderThan: Date): Promise<{ count: number; bytes: number }>;
 }
 
 /** Collects a listing (small prefixes only: index/, snapshots/, keys/). */

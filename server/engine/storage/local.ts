@@ -122,6 +122,30 @@ export class LocalBackend implements Backend {
     yield* walk(startDir, dirPart, namePart);
   }
 
+  async removeUnfinished(olderThan: Date): Promise<{ count: number; bytes: number }> {
+    const removed = { count: 0, bytes: 0 };
+    const walk = async (dir: string): Promise<void> => {
+      const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+      for (const e of entries) {
+        const full = join(dir, e.name);
+        if (e.isDirectory()) await walk(full);
+        else if (e.isFile() && e.name.startsWith('.') && e.name.includes('.tmp-')) {
+          const st = await stat(full).catch(() => null);
+          if (!st || st.mtime >= olderThan) continue;
+          await unlink(full).then(
+            () => {
+              removed.count++;
+              removed.bytes += st.size;
+            },
+            () => {},
+          );
+        }
+      }
+    };
+    await walk(this.root);
+    return removed;
+  }
+
   async remove(name: string): Promise<void> {
     try {
       await unlink(this.path(name));
@@ -137,8 +161,26 @@ async function openTemp(temp: string): Promise<FileHandle> {
     return await open(temp, flags, 0o600);
   } catch (err) {
     if (errnoOf(err) !== 'ENOENT') throw err;
-    await mkdir(dirname(temp), { recursive: true, mode: 0o700 });
+    await makeDirs(dirname(temp));
     return await open(temp, flags, 0o600);
+  }
+}
+
+/**
+ * `mkdir -p` (0700) that fails with the real reason: Node's recursive mkdir reports ENOENT when a
+ * directory cannot be made on a read-only filesystem or without permission, which would read as a
+ * missing object instead of unusable storage.
+ */
+async function makeDirs(dir: string): Promise<void> {
+  try {
+    await mkdir(dir, { mode: 0o700 });
+  } catch (err) {
+    if (errnoOf(err) === 'EEXIST') return;
+    if (errnoOf(err) !== 'ENOENT' || dirname(dir) === dir) throw err;
+    await makeDirs(dirname(dir));
+    await mkdir(dir, { mode: 0o700 }).catch((again: unknown) => {
+      if (errnoOf(again) !== 'EEXIST') throw again;
+    });
   }
 }
 

@@ -1,0 +1,200 @@
+// `npm run bench:tools-api`: the public tools API under load. The service runs as `npm start` runs
+// it (server/main.ts: request and response validation, the real rate limits, metrics, logs),
+// behind a trusted proxy (TRUST_PROXY=loopback) so that each of the clients is its own client
+// address, as on the internet. Every client sends its share of a mix of the tools operations
+// one after another (check-site against a local site, ip-info, newsletter subscriptions, contact
+// messages; not the probes, which orchestrators call); all clients run at once. The mix keeps
+// every client inside its per-address limits, so every answer is expected to be 2xx: anything
+// else is reported as an error.
+// Reported per operation and overall: count, errors, p50/p99/max latency, requests over 1 s.
+// Prints a Markdown table and writes it as the "## Tools API under load" section of
+// docs/performance.md.
+//   BENCH_CLIENTS (default 200), BENCH_REQUESTS (default 5000, in all, per round),
+//   BENCH_ROUNDS (default 3; each round's clients are new addresses), BENCH_DOC.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '../server/testing/services/ports.ts';
+import { cpuMicros, machine, median, percentile, writeSection } from './common.ts';
+
+const ROOT = join(import.meta.dirname, '..');
+const SCRATCH = join(ROOT, '.bench', 'tools-api');
+const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 200);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const PERFORMANCE = process.env.BENCH_DOC ?? join(ROOT, 'docs', 'performance.md');
+/** Answers slower than this count against the goal (check-site's own timeouts excepted). */
+const SLOW_MS = 1000;
+
+/**
+ * One client's requests, cycled to its share: within every per-address limit of a minute
+ * (check-site 60, ip-info 30, subscribe 10, contact 5) for up to 30 requests a client.
+ * Round r's clients are 10.r.x.y, the warm-up's 10.0.0.1.
+ */
+const MIX = ['ip-info', 'check-site', 'ip-info', 'subscribe', 'check-site', 'ip-info', 'check-site', 'contact', 'ip-info', 'check-site-down'] as const;
+type Kind = (typeof MIX)[number];
+
+interface Sample {
+  kind: Kind;
+  ms: number;
+  status: number; // 0: no answer
+}
+
+/** The site check-site checks: answers at once, 200 on / and 404 on /missing (a `down` site). */
+function site(): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    res.writeHead(req.url === '/missing' ? 404 : 200, { 'content-type': 'text/plain' }).end('ok\n');
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as { port: number }).port })));
+}
+
+function request(origin: string, sitePort: number, kind: Kind, client: string, n: number): { url: string; init: RequestInit } {
+  const headers: Record<string, string> = { 'x-forwarded-for': client };
+  const post = (path: string, body: unknown) => ({
+    url: `${origin}${path}`,
+    init: { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) },
+  });
+  const email = `bench-${client.replace(/\./g, '-')}-${n}@example.com`;
+  switch (kind) {
+    case 'ip-info':
+      return { url: `${origin}/api/tools/ip-info`, init: { headers } };
+    case 'check-site':
+      return post('/api/tools/check-site', { url: `http://127.0.0.1:${sitePort}/` });
+    case 'check-site-down':
+      return post('/api/tools/check-site', { url: `http://127.0.0.1:${sitePort}/missing` });
+    case 'subscribe':
+      return post('/api/newsletter/subscribe', { email, source: 'bench' });
+    case 'contact':
+      return post('/api/contacts/support', { name: 'Bench', email, subject: 'Load', message: 'A message sent under load.' });
+  }
+}
+
+async function round(origin: string, sitePort: number, r: number, pid: number): Promise<{ samples: Sample[]; seconds: number; cpuMs: number }> {
+  const samples: Sample[] = [];
+  const started = performance.now();
+  const cpuBefore = cpuMicros(pid);
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async (_, c) => {
+      const client = `10.${r}.${Math.floor(c / 250)}.${(c % 250) + 1}`;
+      for (let n = c; n < REQUESTS; n += CLIENTS) {
+        const kind = MIX[Math.floor(n / CLIENTS) % MIX.length]!;
+        const { url, init } = request(origin, sitePort, kind, client, n);
+        const t0 = performance.now();
+        let status = 0;
+        try {
+          const res = await fetch(url, init);
+          await res.arrayBuffer();
+          status = res.status;
+        } catch {
+          status = 0;
+        }
+        samples.push({ kind, ms: performance.now() - t0, status });
+      }
+    }),
+  );
+  return { samples, seconds: (performance.now() - started) / 1000, cpuMs: (cpuMicros(pid) - cpuBefore) / 1000 };
+}
+
+async function main(): Promise<void> {
+  const loadBefore = loadavg()[0]!;
+  rmSync(SCRATCH, { recursive: true, force: true });
+  mkdirSync(SCRATCH, { recursive: true });
+  const target = await site();
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const child: ChildProcess = spawn(process.execPath, [join(ROOT, 'server', 'main.ts')], {
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      METRICS_PORT: String(await freePort()),
+      DATA_DIR: join(SCRATCH, 'data'),
+      MASTER_KEY_FILE: join(SCRATCH, 'keys', 'master.key'),
+      TRUST_PROXY: 'loopback',
+      CHECK_SITE_ALLOW_PRIVATE: 'true',
+      VALIDATE_RESPONSES: 'true',
+      LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  try {
+    for (let i = 0; ; i++) {
+      try {
+        await fetch(`${origin}/livez`);
+        break;
+      } catch {
+        if (i > 400 || child.exitCode !== null) throw new Error('the server did not start');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    // Warm-up, as bench:http does: each operation's validators are compiled on its first request.
+    for (const kind of new Set(MIX)) {
+      const { url, init } = request(origin, target.port, kind, '10.0.0.1', 0);
+      await (await fetch(url, init)).arrayBuffer();
+    }
+    const rounds: Array<{ samples: Sample[]; seconds: number; cpuMs: number }> = [];
+    for (let r = 1; r <= ROUNDS; r++) {
+      const result = await round(origin, target.port, r, child.pid!);
+      rounds.push(result);
+      const ms = result.samples.map((s) => s.ms);
+      process.stderr.write(`round ${r}: ${result.samples.length} requests in ${result.seconds.toFixed(1)} s, server CPU ${(result.cpuMs / result.samples.length).toFixed(2)} ms/request, p99 ${percentile(ms, 99).toFixed(0)} ms, errors ${result.samples.filter((s) => s.status < 200 || s.status > 299).length}\n`);
+    }
+
+    const kinds = ['all', ...new Set(MIX)] as const;
+    const rows = [
+      '| operation | sent a round | errors (all rounds) | p50 ms | p99 ms | max ms | over 1 s |',
+      '|---|---:|---:|---:|---:|---:|---:|',
+    ];
+    for (const kind of kinds) {
+      const per = rounds.map(({ samples }) => samples.filter((s) => kind === 'all' || s.kind === kind));
+      const errors = per.flat().filter((s) => s.status < 200 || s.status > 299);
+      const byStatus = [...new Set(errors.map((s) => s.status))].map((st) => `${errors.filter((s) => s.status === st).length}× ${st || 'no answer'}`).join(', ');
+      const stat = (f: (ms: number[]) => number) => median(per.map((s) => f(s.map((x) => x.ms)))).toFixed(0);
+      const slow = per.flat().filter((s) => s.ms > SLOW_MS).length;
+      rows.push(
+        `| ${kind} | ${per[0]!.length} | ${errors.length}${byStatus ? ` (${byStatus})` : ''} | ${stat((m) => percentile(m, 50))} | ${stat((m) => percentile(m, 99))} | ${stat((m) => Math.max(...m))} | ${slow} |`,
+      );
+    }
+    const all = rounds.flatMap((r) => r.samples);
+    const slowOutsideTimeouts = all.filter((s) => s.ms > SLOW_MS && !s.kind.startsWith('check-site')).length;
+    const slowCheckSite = all.filter((s) => s.ms > SLOW_MS && s.kind.startsWith('check-site')).length;
+    const throughput = median(rounds.map((r) => r.samples.length / r.seconds));
+    const loadAfter = loadavg()[0]!;
+    const section = [
+      '## Tools API under load',
+      '',
+      `Measured by \`npm run bench:tools-api\` (bench/tools-api.ts) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: ${machine()}.`,
+      `${REQUESTS} requests a round from ${CLIENTS} clients at once, each client its own address (the service behind a trusted`,
+      'proxy, `TRUST_PROXY=loopback`, X-Forwarded-For), each sending its share one request after another; ' + `${ROUNDS} rounds, median of the rounds`,
+      'reported for the latencies. The service runs as `npm start` runs it (request and response validation, the real per-address',
+      'rate limits, metrics, info-level logs); check-site checks a site on the same machine (`CHECK_SITE_ALLOW_PRIVATE=true`) that',
+      'answers at once, 200 or 404 (`check-site-down`: the site is reported `down`, still a 200 answer). The mix keeps every client',
+      'within its limits, so every answer is expected 2xx; any other is an error. Client and service share the machine.',
+      `Other work on the machine: 1-minute load average ${loadBefore.toFixed(1)} at the start, ${loadAfter.toFixed(1)} at the end.`,
+      '',
+      ...rows,
+      '',
+      `- Throughput: **${throughput.toFixed(0)} requests/s** (median of the rounds), the service spending ${median(rounds.map((r) => r.cpuMs / r.samples.length)).toFixed(2)} ms of CPU per request`,
+      `  (user + system; with a core to itself it would serve about ${(1000 / median(rounds.map((r) => r.cpuMs / r.samples.length))).toFixed(0)} requests/s);`,
+      `  p99 of all operations **${median(rounds.map((r) => percentile(r.samples.map((s) => s.ms), 99))).toFixed(0)} ms**;`,
+      `  errors **${all.filter((s) => s.status < 200 || s.status > 299).length}** of ${all.length}; requests over 1 s: **${slowOutsideTimeouts}** outside check-site, ${slowCheckSite} check-site (goal: none over 1 s except check-site's own timeouts).`,
+      '',
+    ].join('\n');
+    process.stdout.write(`${section}\n`);
+    writeSection(PERFORMANCE, '## Tools API under load', section);
+  } finally {
+    target.server.close();
+    if (child.exitCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

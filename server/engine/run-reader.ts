@@ -1,0 +1,123 @@
+import type { BlobLocation } from './blob-table.ts';
+import type { BlobRef } from './blob.ts';
+import { EngineError } from './errors.ts';
+import type { WorkerPool } from './pool.ts';
+import type { SmallFile } from './restore-write.ts';
+
+/**
+ * Reads small blobs (a small file's single chunk) in runs: the reads asked for within one turn
+ * of the event loop are grouped by pack and sorted by offset, blobs that lie close together are
+ * read with one ranged load, and each run goes to a worker as one buffer, which sends the
+ * plaintexts back as one buffer. Restoring many small files then costs a storage read and a
+ * thread round trip per run instead of per file (each file's own load and decode, with their
+ * transfers, had been most of the restore's main-thread time).
+ */
+export interface RunBlob {
+  ref: BlobRef;
+  /** Where the blob is in the run's buffer. */
+  offset: number;
+  length: number;
+  /** A small file of a restore to write with the plaintext there and then (restore-write.ts), instead of sending it back. */
+  file?: SmallFile;
+}
+
+export interface DecodedRun {
+  /** The plaintexts, one after the other; blob i is `data[ends[i-1] .. ends[i]]`. */
+  data: Uint8Array;
+  ends: number[];
+  /** Per blob: why it could not be decoded (or its file written: `errno`, the system's code), or null. */
+  errors: ({ code: string; message: string; errno?: boolean } | null)[];
+}
+
+/** Blobs this far apart in a pack are still read in one load (the bytes between are read and dropped). */
+const GAP = 64 * 1024;
+const RUN_BYTES = 4 * 1024 * 1024;
+
+type Load = (loc: { pack: string; offset: number; length: number }) => Promise<Uint8Array>;
+
+interface Pending {
+  loc: BlobLocation;
+  file: SmallFile | undefined;
+  resolve: (data: Uint8Array | null) => void;
+  reject: (err: unknown) => void;
+}
+
+export class RunReader {
+  private pending: Pending[] = [];
+  private scheduled = false;
+  private readonly load: Load;
+  private readonly single: (loc: BlobLocation) => Promise<Uint8Array>;
+  private readonly pool: WorkerPool;
+
+  /**
+   * `load` reads a range of a pack (with the storage's failures already in engine terms);
+   * `single` reads one blob on its own, following it when a prune has moved it since the index
+   * was loaded — used for each blob of a run whose pack is gone.
+   */
+  constructor(pool: WorkerPool, load: Load, single: (loc: BlobLocation) => Promise<Uint8Array>) {
+    this.pool = pool;
+    this.load = load;
+    this.single = single;
+  }
+
+  /**
+   * The plaintext of a data blob, checked: a view of a buffer shared with other blobs of its run
+   * (never release it). With `file`, the worker writes the file with it instead and the answer
+   * is null (or the plaintext, when the blob had to be read on its own: the caller writes it).
+   */
+  read(loc: BlobLocation): Promise<Uint8Array>;
+  read(loc: BlobLocation, file: SmallFile): Promise<Uint8Array | null>;
+  read(loc: BlobLocation, file?: SmallFile): Promise<Uint8Array | null> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ loc, file, resolve, reject });
+      if (this.scheduled) return;
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        const batch = this.pending;
+        this.pending = [];
+        for (const run of runs(batch)) void this.readRun(run);
+      });
+    });
+  }
+
+  private async readRun(run: Pending[]): Promise<void> {
+    const first = run[0]!.loc;
+    const last = run.at(-1)!.loc;
+    try {
+      const data = await this.load({ pack: first.pack, offset: first.offset, length: last.offset + last.length - first.offset });
+      const blobs = run.map(({ loc, file }): RunBlob => ({ ref: { id: loc.id, encrypted: loc.encrypted, comp: loc.comp, rawLength: loc.rawLength }, offset: loc.offset - first.offset, length: loc.length, ...(file ? { file } : {}) }));
+      const decoded = await this.pool.decodeRun(blobs, data);
+      run.forEach((p, i) => {
+        const error = decoded.errors[i];
+        if (error?.errno) p.reject(Object.assign(new Error(error.message), { code: error.code }));
+        else if (error) p.reject(new EngineError(error.code, error.message, { chunk: Buffer.from(p.loc.id).toString('hex') }));
+        else p.resolve(p.file ? null : decoded.data.subarray(i === 0 ? 0 : decoded.ends[i - 1], decoded.ends[i]));
+      });
+    } catch (err) {
+      const packGone = err instanceof EngineError && err.details.missing === true;
+      for (const p of run) {
+        if (packGone) this.single(p.loc).then(p.resolve, p.reject);
+        else p.reject(err);
+      }
+    }
+  }
+}
+
+/** Reads grouped by pack, in offset order, cut where blobs lie far apart or a run grows large. */
+function runs(batch: Pending[]): Pending[][] {
+  batch.sort((a, b) => (a.loc.pack < b.loc.pack ? -1 : a.loc.pack > b.loc.pack ? 1 : a.loc.offset - b.loc.offset));
+  const out: Pending[][] = [];
+  let run: Pending[] = [];
+  for (const p of batch) {
+    const prev = run.at(-1)?.loc;
+    const start = run[0]?.loc.offset ?? 0;
+    if (prev && (prev.pack !== p.loc.pack || p.loc.offset - (prev.offset + prev.length) > GAP || p.loc.offset + p.loc.length - start > RUN_BYTES)) {
+      out.push(run);
+      run = [];
+    }
+    run.push(p);
+  }
+  if (run.length > 0) out.push(run);
+  return out;
+}
