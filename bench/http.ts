@@ -37,6 +37,7 @@ const PERFORMANCE = process.env.BENCH_DOC ?? join(ROOT, 'docs', 'performance.md'
 
 /** Child mode: the real app, limits raised. */
 async function serve(): Promise<void> {
+  (await import('../server/compile-cache.ts')).useCompileCache(); // as server/main.ts does
   const { createApp } = await import('../server/app.ts');
   const { loadConfig } = await import('../server/config.ts');
   const { MemoryRateLimitStore } = await import('../server/ratelimit/store.ts');

@@ -2,6 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { COMPILE_CACHE_DIR } from '../server/compile-cache.ts';
 
 /** One measured child process: wall time (measured here) and peak RSS (GNU time's %M). */
 export interface Measure {
@@ -53,6 +54,9 @@ export interface Tool {
 
 const PASSWORD = 'bench-password-not-secret';
 
+/** Our commands run with the compile cache on, as `npm start` runs the service (server/compile-cache.ts). */
+export const OURS_ENV = { NODE_COMPILE_CACHE: COMPILE_CACHE_DIR };
+
 export function ours(root: string): Tool {
   const cli = join(root, 'bench', 'engine-cli.ts');
   return {
@@ -61,11 +65,11 @@ export function ours(root: string): Tool {
       // The repository is created on first open, inside the first backup's time.
     },
     async backup(repo, source, home) {
-      const m = await measure(process.execPath, [cli, 'backup', repo, source], { scratch: home });
+      const m = await measure(process.execPath, [cli, 'backup', repo, source], { env: OURS_ENV, scratch: home });
       return { ...m, snapshot: (JSON.parse(m.stdout) as { snapshotId: string }).snapshotId };
     },
     restore(repo, snapshot, target, home) {
-      return measure(process.execPath, [cli, 'restore', repo, snapshot, target], { scratch: home });
+      return measure(process.execPath, [cli, 'restore', repo, snapshot, target], { env: OURS_ENV, scratch: home });
     },
   };
 }

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { workerEnv } from '../compile-cache.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
 import type { MasterKey } from './crypto.ts';
 import { EngineError } from './errors.ts';
@@ -64,6 +65,7 @@ export class WorkerPool {
     const worker = new Worker(new URL('./worker.ts', import.meta.url), {
       workerData: { encryption: new Uint8Array(this.key.encryption), chunkId: new Uint8Array(this.key.chunkId) },
       resourceLimits: { maxYoungGenerationSizeMb: 8 },
+      env: workerEnv(),
     });
     worker.unref();
     const slot: Slot = { worker, pendingBytes: 0, pending: new Map() };

@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { workerEnv } from '../compile-cache.ts';
 
 /**
  * The counting scan that runs beside a backup (as restic's does), in a thread of its own: it
@@ -11,7 +12,7 @@ export interface Scan {
 }
 
 export function startScan(root: string, onTotals: (files: number, bytes: number) => void): Scan {
-  const worker = new Worker(new URL('./scan-worker.ts', import.meta.url), { workerData: { root } });
+  const worker = new Worker(new URL('./scan-worker.ts', import.meta.url), { workerData: { root }, env: workerEnv() });
   worker.unref();
   worker.on('message', (m: { files: number; bytes: number }) => onTotals(m.files, m.bytes));
   worker.on('error', () => {}); // the totals stay unknown; the backup does not depend on them
