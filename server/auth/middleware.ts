@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import { ApiError } from '../http/errors.ts';
 import { setAuth } from '../http/locals.ts';
 import type { Store } from '../store/index.ts';
+import { KeyCache } from './key-cache.ts';
 import type { TokenService } from './tokens.ts';
 
 const CHALLENGE = 'Bearer realm="backup-api"';
@@ -14,8 +15,10 @@ function unauthorized(message: string, code: 'UNAUTHORIZED' | 'TOKEN_EXPIRED' = 
 /**
  * Bearer authentication: a valid, unexpired token whose API key still exists unrevoked and still
  * belongs to the token's account. Sets the caller's account, key and plan on the response locals.
+ * Keys are looked up through a KeyCache: a change to a key is seen within KEY_CHANGES_SEEN_WITHIN_MS.
  */
 export function requireBearer(tokens: TokenService, store: Store): RequestHandler {
+  const keys = new KeyCache(store.accounts);
   // Express 5 passes a rejected promise (e.g. the database failing) on to the error handler.
   return async (req, res, next) => {
     const header = req.get('authorization');
@@ -32,7 +35,7 @@ export function requireBearer(tokens: TokenService, store: Store): RequestHandle
       else next(err);
       return;
     }
-    const key = await store.accounts.getKey(claims.keyId);
+    const key = await keys.get(claims.keyId);
     if (!key || key.revokedAt || key.accountId !== claims.accountId) {
       next(unauthorized('The access token is not valid.'));
       return;

@@ -77,6 +77,10 @@ export class SqlAccountStore implements AccountStore {
     return Number((await this.sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM api_keys'))!.n);
   }
 
+  async keysVersion(): Promise<number> {
+    return Number((await this.sql.get<{ version: number | string }>('SELECT version FROM key_epoch WHERE id = 1'))!.version);
+  }
+
   async revokeKey(id: string, now = new Date()): Promise<boolean> {
     return (await this.sql.run('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?', [now.toISOString(), id])) > 0;
   }
