@@ -1,4 +1,4 @@
-import type { DatabaseSync, SQLInputValue } from 'node:sqlite';
+import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { Dialect, Row, Sql } from '../sql/executor.ts';
 import { prepare, translate } from './db.ts';
 
@@ -8,8 +8,25 @@ export const SQLITE_DIALECT: Dialect = {
   settle: () => null,
 };
 
-function normalize(row: unknown): Row {
-  return { ...(row as Row) };
+/** Each statement's column names; its rows are read as arrays (cheaper than node:sqlite's row objects) and made plain objects here. */
+const columnNames = new WeakMap<StatementSync, readonly string[]>();
+
+function rows(stmt: StatementSync, params: readonly unknown[]): Row[] {
+  let names = columnNames.get(stmt);
+  if (!names) {
+    stmt.setReturnArrays(true);
+    names = stmt.columns().map((c) => c.name);
+    columnNames.set(stmt, names);
+  }
+  const arrays = stmt.all(...(params as SQLInputValue[])) as unknown as unknown[][];
+  const result: Row[] = new Array(arrays.length);
+  for (let r = 0; r < arrays.length; r++) {
+    const values = arrays[r]!;
+    const row: Row = {};
+    for (let i = 0; i < names.length; i++) row[names[i]!] = values[i];
+    result[r] = row;
+  }
+  return result;
 }
 
 /** Per database file: resolves when the transaction open on it in this process ends; absent when none is. */
@@ -140,7 +157,7 @@ export class SqliteSql implements Sql {
   }
 
   all<R = Row>(sql: string, params: readonly unknown[] = []): Promise<R[]> {
-    return this.exec(() => prepare(this.db, sql).all(...(params as SQLInputValue[])).map(normalize) as R[], WRITE.test(sql));
+    return this.exec(() => rows(prepare(this.db, sql), params) as R[], WRITE.test(sql));
   }
 
   /**
