@@ -33,6 +33,11 @@ export class KeyCache {
     this.now = now;
   }
 
+  /** The cached key when the cache is known current, without waiting; otherwise undefined (then call get). */
+  peek(keyId: string): ApiKeyRecord | undefined {
+    return this.now() - this.checkedAt < KEY_CHANGES_SEEN_WITHIN_MS ? this.entries.get(keyId) : undefined;
+  }
+
   async get(keyId: string): Promise<ApiKeyRecord | undefined> {
     if (this.now() - this.checkedAt >= KEY_CHANGES_SEEN_WITHIN_MS) await this.check();
     const cached = this.entries.get(keyId);
