@@ -8,24 +8,39 @@ export const SQLITE_DIALECT: Dialect = {
   settle: () => null,
 };
 
-/** Each statement's column names; its rows are read as arrays (cheaper than node:sqlite's row objects) and made plain objects here. */
-const columnNames = new WeakMap<StatementSync, readonly string[]>();
+/**
+ * What is known of each prepared statement: whether it writes, and how its rows are read. Rows
+ * are read as arrays (cheaper than node:sqlite's row objects) and made plain objects by a
+ * function made once per statement, an object literal of its column names.
+ */
+interface StatementInfo {
+  write: boolean;
+  build: (values: unknown[]) => Row;
+}
+const infos = new WeakMap<StatementSync, StatementInfo>();
 
-function rows(stmt: StatementSync, params: readonly unknown[]): Row[] {
-  let names = columnNames.get(stmt);
-  if (!names) {
+function infoOf(stmt: StatementSync, sql: string): StatementInfo {
+  let info = infos.get(stmt);
+  if (!info) {
     stmt.setReturnArrays(true);
-    names = stmt.columns().map((c) => c.name);
-    columnNames.set(stmt, names);
+    const names = stmt.columns().map((c) => c.name);
+    const build = names.includes('__proto__')
+      ? (values: unknown[]) => {
+          const row: Row = {};
+          for (let i = 0; i < names.length; i++) Object.defineProperty(row, names[i]!, { value: values[i], enumerable: true, writable: true, configurable: true });
+          return row;
+        }
+      : (new Function('v', `return {${names.map((n, i) => `${JSON.stringify(n)}: v[${i}]`).join(', ')}};`) as (values: unknown[]) => Row);
+    info = { write: WRITE.test(sql), build };
+    infos.set(stmt, info);
   }
+  return info;
+}
+
+function rows(stmt: StatementSync, build: (values: unknown[]) => Row, params: readonly unknown[]): Row[] {
   const arrays = stmt.all(...(params as SQLInputValue[])) as unknown as unknown[][];
   const result: Row[] = new Array(arrays.length);
-  for (let r = 0; r < arrays.length; r++) {
-    const values = arrays[r]!;
-    const row: Row = {};
-    for (let i = 0; i < names.length; i++) row[names[i]!] = values[i];
-    result[r] = row;
-  }
+  for (let r = 0; r < arrays.length; r++) result[r] = build(arrays[r]!);
   return result;
 }
 
@@ -157,7 +172,15 @@ export class SqliteSql implements Sql {
   }
 
   all<R = Row>(sql: string, params: readonly unknown[] = []): Promise<R[]> {
-    return this.exec(() => rows(prepare(this.db, sql), params) as R[], WRITE.test(sql));
+    let stmt: StatementSync;
+    let info: StatementInfo;
+    try {
+      stmt = prepare(this.db, sql);
+      info = infoOf(stmt, sql);
+    } catch (err) {
+      return Promise.reject(translate(err));
+    }
+    return this.exec(() => rows(stmt, info.build, params) as R[], info.write);
   }
 
   /**
