@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { AuditLog } from './audit/log.ts';
 import { auditServiceEvents } from './audit/observer.ts';
 import { createApiKey } from './auth/api-keys.ts';
+import { KEY_CHANGES_SEEN_WITHIN_MS } from './auth/key-cache.ts';
 import { ConfigError, loadConfig, PLANS, type Plan } from './config.ts';
 import { createServiceEvents } from './events.ts';
 import { createLogger } from './http/logger.ts';
@@ -81,6 +82,8 @@ export async function runKeysCli(argv: string[], env: NodeJS.ProcessEnv, out: (l
           return 1;
         }
         if (!key.revokedAt) events.emit('key.revoked', { accountId: key.accountId, keyId: id, via: 'cli' });
+        // Every running server has dropped the key from its cache once this has passed.
+        await new Promise((resolve) => setTimeout(resolve, KEY_CHANGES_SEEN_WITHIN_MS + 100));
         out(`Revoked ${id}; tokens issued for it stop working at once.`);
         return 0;
       }

@@ -50,6 +50,13 @@ export class TokenService {
     return { accessToken, expiresIn: TOKEN_LIFETIME_SECONDS, expiresAt: new Date(exp * 1000) };
   }
 
+  /** The claims of a token verified before and not expired, without waiting; otherwise null (then call verify). */
+  verifiedBefore(token: string): TokenClaims | null {
+    const cached = this.verified.get(token);
+    if (!cached || cached.exp * 1000 <= this.now()) return null;
+    return { accountId: cached.accountId, keyId: cached.keyId, jti: cached.jti };
+  }
+
   /** Throws ApiError TOKEN_EXPIRED for an expired but otherwise valid token, UNAUTHORIZED for anything else. */
   async verify(token: string): Promise<TokenClaims> {
     const cached = this.verified.get(token);

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parse as legacyUrlParse } from 'node:url';
 import type { RequestHandler } from 'express';
 import { AjvOptions } from 'express-openapi-validator/dist/framework/ajv/options.js';
 import { OpenApiSpecLoader } from 'express-openapi-validator/dist/framework/openapi.spec.loader.js';
@@ -57,6 +58,23 @@ export function takesBody(doc: OpenApiDocument, path: string, method: string): b
   return operation?.requestBody !== undefined;
 }
 
+/**
+ * The validator calls the legacy url.parse() on every request. Until url.parse() has issued its
+ * deprecation warning once, Node decides on each call whether the caller lies in node_modules
+ * (whose calls do not warn) by walking the call stack, which costs more than the parse; called
+ * once here, with deprecation warnings silenced, it is marked as warned and every later call
+ * skips the walk. Nothing is printed.
+ */
+function settleUrlParseWarning(): void {
+  const silenced = process.noDeprecation;
+  process.noDeprecation = true;
+  try {
+    legacyUrlParse('/');
+  } finally {
+    process.noDeprecation = silenced;
+  }
+}
+
 /** The validation of one operation: request (always), then response (when enabled). */
 export type OperationValidator = (method: string, path: string) => RequestHandler[];
 
@@ -71,6 +89,7 @@ export type OperationValidator = (method: string, path: string) => RequestHandle
  * multipart bodies.
  */
 export async function openApiValidator(doc: OpenApiDocument, validateResponses: boolean): Promise<OperationValidator> {
+  settleUrlParseWarning();
   const responseOpts: ValidateResponseOpts = { allErrors: true };
   const options = {
     apiSpec: doc as unknown as OpenAPIV3.DocumentV3,

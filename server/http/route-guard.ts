@@ -29,9 +29,20 @@ export function routeGuard(routes: readonly RouteShape[]): RequestHandler {
     entry.methods.add(r.method.toUpperCase());
     byPath.set(r.path, entry);
   }
+  const entries = [...byPath.values()];
   return (req, _res, next) => {
-    const allowed = new Set<string>();
-    for (const { re, methods } of byPath.values()) if (re.test(req.path)) for (const m of methods) allowed.add(m);
+    const path = req.path;
+    let matched: Array<Set<string>> | null = null;
+    for (const { re, methods } of entries) {
+      if (!re.test(path)) continue;
+      // Allowed on a path that matches: nothing more to learn.
+      if (methods.has(req.method)) {
+        next();
+        return;
+      }
+      (matched ??= []).push(methods);
+    }
+    const allowed = new Set<string>(matched?.flatMap((m) => [...m]));
     if (allowed.size === 0) {
       next(new ApiError('NOT_FOUND', 'No such resource.'));
       return;

@@ -25,8 +25,49 @@ describe('SQLite store on disk', () => {
     for (const name of files) expect({ name, mode: statSync(join(data, name)).mode & 0o777 }).toEqual({ name, mode: 0o600 });
     const raw = new DatabaseSync(join(data, 'service.db'));
     expect(raw.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
-    expect((raw.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get() as { n: number }).n).toBe(3);
+    expect((raw.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get() as { n: number }).n).toBe(4);
     raw.close();
     await store.close();
+  });
+
+  it('commits writes that arrive together in one group, answering each only once its row is committed', async () => {
+    const data = join(dir, 'group');
+    const store = openSqliteStore(data, { exclusive: true });
+    // Another connection sees committed rows only: what it reads when a write is answered was committed.
+    const other = new DatabaseSync(join(data, 'service.db'), { readOnly: true });
+    const committed = (sql: string, id: string) => other.prepare(sql).get(id) !== undefined;
+    const walFrames = () => statSync(join(data, 'service.db-wal')).size;
+    try {
+      await store.contacts.insert({ type: 'general', name: 'n', email: 'first@x.y', subject: 's', message: 'm', clientIp: null });
+      const before = walFrames();
+      const seen: boolean[] = [];
+      const writes = Array.from({ length: 100 }, (_, i) =>
+        i % 2 === 0
+          ? store.contacts.insert({ type: 'general', name: `n${i}`, email: `c${i}@x.y`, subject: 's', message: 'm', clientIp: null }).then((m) => {
+              seen.push(committed('SELECT id FROM contact_messages WHERE id = ?', m.id));
+            })
+          : store.newsletter.subscribe(`s${i}@x.y`, 'footer').then(({ subscriber, created }) => {
+              expect(created).toBe(true);
+              seen.push(committed('SELECT email FROM newsletter_subscribers WHERE email = ?', subscriber.email));
+            }),
+      );
+      // A write that fails (a key of no account) fails alone; the group around it commits.
+      const refused = store.accounts.insertKey({ id: 'key_orphan', accountId: 'acc_missing', secretHash: 'x' });
+      await expect(refused).rejects.toThrow();
+      await Promise.all(writes);
+      expect(seen).toEqual(Array.from({ length: 100 }, () => true));
+      expect(await store.contacts.count()).toBe(51);
+      expect(await store.newsletter.count()).toBe(50);
+      // One commit for the group: 100 separate commits would each append their pages to the WAL.
+      const pageSize = (other.prepare('PRAGMA page_size').get() as { page_size: number }).page_size;
+      expect(walFrames() - before).toBeLessThan(20 * (pageSize + 24));
+    } finally {
+      other.close();
+      await store.close();
+    }
+    // Durable: a new process's connection reads every row.
+    const reopened = new DatabaseSync(join(data, 'service.db'), { readOnly: true });
+    expect((reopened.prepare('SELECT COUNT(*) AS n FROM contact_messages').get() as { n: number }).n).toBe(51);
+    reopened.close();
   });
 });

@@ -57,6 +57,8 @@ export interface AccountStore {
   countKeys(): Promise<number>;
   /** Marks the key revoked; false when no such key exists. Revoking twice keeps the first time. */
   revokeKey(id: string, now?: Date): Promise<boolean>;
+  /** A number that changes whenever any key or account changes (revoked, re-secreted, re-planned, deleted), by any writer. */
+  keysVersion(): Promise<number>;
 }
 
 /**

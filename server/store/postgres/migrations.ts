@@ -140,6 +140,23 @@ export const MIGRATIONS: readonly string[] = [
     result            text
   );
   `,
+  // 1.2: a counter every change to a key or an account moves (by trigger, whoever writes), so that
+  // a server caching keys learns of a revocation by reading one row.
+  `
+  CREATE TABLE key_epoch (
+    id       integer PRIMARY KEY CHECK (id = 1),
+    version  bigint NOT NULL
+  );
+  INSERT INTO key_epoch (id, version) VALUES (1, 0);
+  CREATE FUNCTION bump_key_epoch() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    UPDATE key_epoch SET version = version + 1 WHERE id = 1;
+    RETURN NULL;
+  END
+  $$;
+  CREATE TRIGGER api_keys_changed AFTER UPDATE OR DELETE ON api_keys FOR EACH STATEMENT EXECUTE FUNCTION bump_key_epoch();
+  CREATE TRIGGER accounts_changed AFTER UPDATE OR DELETE ON accounts FOR EACH STATEMENT EXECUTE FUNCTION bump_key_epoch();
+  `,
 ];
 
 /**

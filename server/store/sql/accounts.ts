@@ -21,6 +21,7 @@ function toKey(row: Row): ApiKeyRecord {
 
 const KEY_SELECT = `SELECT k.id, k.account_id, k.secret_hash, k.label, k.created_at, k.revoked_at, a.plan
   FROM api_keys k JOIN accounts a ON a.id = k.account_id`;
+const KEY_BY_ID = `${KEY_SELECT} WHERE k.id = ?`;
 
 export class SqlAccountStore implements AccountStore {
   private readonly sql: Sql;
@@ -65,7 +66,7 @@ export class SqlAccountStore implements AccountStore {
   }
 
   async getKey(id: string): Promise<ApiKeyRecord | undefined> {
-    const row = await this.sql.get(`${KEY_SELECT} WHERE k.id = ?`, [id]);
+    const row = await this.sql.get(KEY_BY_ID, [id]);
     return row && toKey(row);
   }
 
@@ -75,6 +76,10 @@ export class SqlAccountStore implements AccountStore {
 
   async countKeys(): Promise<number> {
     return Number((await this.sql.get<{ n: number }>('SELECT COUNT(*) AS n FROM api_keys'))!.n);
+  }
+
+  async keysVersion(): Promise<number> {
+    return Number((await this.sql.get<{ version: number | string }>('SELECT version FROM key_epoch WHERE id = 1'))!.version);
   }
 
   async revokeKey(id: string, now = new Date()): Promise<boolean> {

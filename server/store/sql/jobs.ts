@@ -7,6 +7,9 @@ import { listingDrop, resultUpdate, statusUpdate } from './status-change.ts';
 /** Transactions that change which jobs run take this lock, so claims on every instance see each other. */
 const CLAIM_LOCK = 'jobs:claim';
 
+/** The statements read on every request, made once (the statement cache is keyed by their text). */
+const BY_ID = { backup: `${SELECT.backup} WHERE j.id = ?`, restore: `${SELECT.restore} WHERE j.id = ?`, maintenance: `${SELECT.maintenance} WHERE j.id = ?` };
+
 const placeholders = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
 
 export class SqlJobStore implements JobStore {
@@ -99,7 +102,7 @@ export class SqlJobStore implements JobStore {
   }
 
   async getMaintenance(id: string, accountId?: string, sql = this.sql): Promise<MaintenanceJob | undefined> {
-    const row = await sql.get(`${SELECT.maintenance} WHERE j.id = ?`, [id]);
+    const row = await sql.get(BY_ID.maintenance, [id]);
     if (!row || (accountId !== undefined && row.account_id !== accountId)) return undefined;
     return toMaintenance(row);
   }
@@ -154,13 +157,13 @@ export class SqlJobStore implements JobStore {
   }
 
   async getBackup(id: string, accountId?: string, sql = this.sql): Promise<BackupJob | undefined> {
-    const row = await sql.get(`${SELECT.backup} WHERE j.id = ?`, [id]);
+    const row = await sql.get(BY_ID.backup, [id]);
     if (!row || (accountId !== undefined && row.account_id !== accountId)) return undefined;
     return toBackup(row);
   }
 
   async getRestore(id: string, accountId?: string, sql = this.sql): Promise<RestoreJob | undefined> {
-    const row = await sql.get(`${SELECT.restore} WHERE j.id = ?`, [id]);
+    const row = await sql.get(BY_ID.restore, [id]);
     if (!row || (accountId !== undefined && row.account_id !== accountId)) return undefined;
     return toRestore(row);
   }

@@ -222,4 +222,17 @@ export const MIGRATIONS: readonly string[] = [
     result            TEXT
   );
   `,
+  // 1.2: a counter every change to a key or an account moves (by trigger, whoever writes), so that
+  // a server caching keys learns of a revocation by reading one row.
+  `
+  CREATE TABLE key_epoch (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    version  INTEGER NOT NULL
+  );
+  INSERT INTO key_epoch (id, version) VALUES (1, 0);
+  CREATE TRIGGER api_keys_updated AFTER UPDATE ON api_keys BEGIN UPDATE key_epoch SET version = version + 1; END;
+  CREATE TRIGGER api_keys_deleted AFTER DELETE ON api_keys BEGIN UPDATE key_epoch SET version = version + 1; END;
+  CREATE TRIGGER accounts_updated AFTER UPDATE ON accounts BEGIN UPDATE key_epoch SET version = version + 1; END;
+  CREATE TRIGGER accounts_deleted AFTER DELETE ON accounts BEGIN UPDATE key_epoch SET version = version + 1; END;
+  `,
 ];
