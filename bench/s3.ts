@@ -1,11 +1,13 @@
 /**
- * Object-storage benchmark: backup and restore of the engine benchmark's real-tree data set (a)
- * (~20,000 source-like files, ~250 MB) into one throwaway Ceph RADOS Gateway, ours against
- * `restic -r s3:http://127.0.0.1:PORT/bucket`, side by side in one run.
- *   npm run bench:s3 -- [--runs 3] [--dir .bench]
- * Both tools talk to the gateway through one counting proxy (requests by method, bytes up and
- * down). Wall time is measured here, peak RSS and CPU time by GNU time; each figure is the
- * median over the runs, every step taken by both tools back to back, the order rotating.
+ * Object-storage benchmark: backup and restore into one throwaway Ceph RADOS Gateway, ours
+ * against `restic -r s3:http://127.0.0.1:PORT/bucket`, side by side in one run.
+ *   npm run bench:s3 -- [--runs 3] [--sets r] [--tools ours,restic] [--dir .bench]
+ * Data sets as in bench:engine: (r) a real tree, a copy of this project's node_modules (symlinks
+ * dropped) plus 256 MiB incompressible (the default); (a) ~20,000 source-like files (~250 MB).
+ * `--tools ours,ours@../other-checkout,restic` adds another checkout's engine, for with/without.
+ * Every tool talks to the gateway through one counting proxy (requests by method, bytes up and
+ * down). Wall time is measured here, peak RSS and CPU time by GNU time; each figure is the median
+ * over the runs [min–max], every step taken by all tools back to back, the order rotating.
  */
 import { cpus, totalmem } from 'node:os';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -13,30 +15,48 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startRgw } from '../server/testing/services/rgw.ts';
 import { startS3Proxy, type S3Proxy } from '../server/testing/services/s3-proxy.ts';
-import { generateSmall } from './data.ts';
+import { generateRealTree, generateSmall } from './data.ts';
 import { ensureInstalled, median, ours, restic, version, type Measure, type Tool } from './tools.ts';
 
 const root = resolve(import.meta.dirname, '..');
 const { values } = parseArgs({
   options: {
     runs: { type: 'string', default: '3' },
+    sets: { type: 'string', default: 'r' },
+    tools: { type: 'string', default: 'ours,restic' },
     dir: { type: 'string', default: join(root, '.bench') },
   },
 });
 const runs = Number(values.runs);
 const base = resolve(values.dir);
 
-type Metric = 'backup_s' | 'restore_s' | 'backup_requests' | 'restore_requests' | 'uploaded_mb' | 'downloaded_mb' | 'rss_mb' | 'cpu_backup_s';
-const LABELS: Record<Metric, string> = {
-  backup_s: 'backup (a), s',
-  restore_s: 'restore (a), s',
-  backup_requests: 'requests, backup',
-  restore_requests: 'requests, restore',
-  uploaded_mb: 'bytes uploaded, MB',
-  downloaded_mb: 'bytes downloaded by restore, MB',
-  rss_mb: 'peak RSS, MB',
-  cpu_backup_s: 'CPU time of backup, s',
-};
+interface DataSet {
+  name: 'a' | 'r';
+  dir: string;
+  generate: (dir: string) => Promise<void>;
+}
+
+type Sample = Record<string, number>;
+
+/** The rows of the table, in order, for the data sets chosen. */
+function labels(sets: DataSet[]): [string, string][] {
+  const rows: [string, string][] = [];
+  for (const { name: d } of sets) {
+    rows.push(
+      [`backup_${d}`, `backup (${d}), s`],
+      [`restore_${d}`, `restore (${d}), s`],
+      [`backup_requests_${d}`, `requests, backup (${d})`],
+      [`restore_requests_${d}`, `requests, restore (${d})`],
+      [`uploaded_mb_${d}`, `bytes uploaded (${d}), MB`],
+      [`downloaded_mb_${d}`, `bytes downloaded by restore (${d}), MB`],
+      [`cpu_backup_${d}`, `CPU time of backup (${d}), s`],
+      [`cpu_restore_${d}`, `CPU time of restore (${d}), s`],
+      [`rss_backup_${d}`, `peak RSS of backup (${d}), MB`],
+      [`rss_restore_${d}`, `peak RSS of restore (${d}), MB`],
+    );
+  }
+  return rows;
+}
 
 async function step(proxy: S3Proxy, run: () => Promise<Measure>): Promise<Measure & { requests: number; byMethod: Record<string, number>; up: number; down: number }> {
   proxy.reset();
@@ -46,68 +66,105 @@ async function step(proxy: S3Proxy, run: () => Promise<Measure>): Promise<Measur
 
 async function main(): Promise<void> {
   ensureInstalled();
-  const data = join(base, 'data', 'a');
+  const all: DataSet[] = [
+    { name: 'a', dir: join(base, 'data', 'a'), generate: generateSmall },
+    { name: 'r', dir: join(base, 'data', 'r'), generate: (dir) => generateRealTree(dir, join(root, 'node_modules')) },
+  ];
+  const sets = values.sets.split(',').map((n) => {
+    const d = all.find((s) => s.name === n.trim());
+    if (!d) throw new Error(`unknown data set ${n} (a, r)`);
+    return d;
+  });
   console.log('generating data (kept in', join(base, 'data'), 'for later runs)');
-  await generateSmall(data);
+  for (const d of sets) await d.generate(d.dir);
+  const tools = values.tools.split(',').map((n) => {
+    const [name, checkout] = n.trim().split('@');
+    if (name === 'ours') return checkout ? { ...ours(resolve(checkout)), name: n.trim() } : ours(root);
+    if (name === 'restic') return restic();
+    throw new Error(`unknown tool ${n} (ours, ours@<checkout>, restic)`);
+  });
 
   const rgw = await startRgw();
   const proxy = await startS3Proxy(rgw.endpoint);
   // Both tools read the SDK's variables; ours also takes the bucket as the service does.
   Object.assign(process.env, { AWS_ACCESS_KEY_ID: rgw.accessKeyId, AWS_SECRET_ACCESS_KEY: rgw.secretAccessKey, AWS_REGION: rgw.region, AWS_ENDPOINT_URL_S3: proxy.endpoint });
-  const tools: Tool[] = [ours(root), restic()];
-  const samples = new Map<string, Record<Metric, number>[]>(tools.map((t) => [t.name, []]));
+  const samples = new Map<string, Sample[]>(tools.map((t) => [t.name, []]));
+  let buckets = 0;
   try {
     for (let round = 0; round < runs; round++) {
       const order = tools.map((_, i) => tools[(i + round) % tools.length]!);
-      const state = new Map<string, { home: string; repo: string; target: string; snapshot: string; r: Record<Metric, number> }>();
-      for (const tool of order) {
-        const work = join(base, 'work-s3', tool.name);
-        await rm(work, { recursive: true, force: true });
-        await mkdir(join(work, 'home'), { recursive: true });
-        const bucket = `${tool.name}-${round}`;
-        await rgw.createBucket(bucket);
-        const repo = tool.name === 'restic' ? `s3:${proxy.endpoint}/${bucket}` : `s3://${bucket}/repository`;
-        if (tool.name === 'ours') process.env.BENCH_KEY_FILE = join(work, 'repository.key'); // engine-cli keeps the key there
-        state.set(tool.name, { home: join(work, 'home'), repo, target: join(work, 'target'), snapshot: '', r: {} as Record<Metric, number> });
+      const r = new Map<string, Sample>(tools.map((t) => [t.name, {}]));
+      for (const d of sets) {
+        const state = new Map<string, { home: string; repo: string; target: string; snapshot: string; keyFile: string }>();
+        for (const [i, tool] of order.entries()) {
+          const work = join(base, 'work-s3', `tool${i}`);
+          await rm(work, { recursive: true, force: true });
+          await mkdir(join(work, 'home'), { recursive: true });
+          const bucket = `bench-${++buckets}`;
+          await rgw.createBucket(bucket);
+          const repo = tool.name === 'restic' ? `s3:${proxy.endpoint}/${bucket}` : `s3://${bucket}/repository`;
+          state.set(tool.name, { home: join(work, 'home'), repo, target: join(work, 'target'), snapshot: '', keyFile: join(work, 'repository.key') });
+        }
+        for (const tool of order) {
+          const st = state.get(tool.name)!;
+          process.env.BENCH_KEY_FILE = st.keyFile; // engine-cli keeps the key there
+          await tool.init(st.repo, st.home);
+          const m = await step(proxy, () => tool.backup(st.repo, d.dir, st.home));
+          st.snapshot = (m as Measure & { snapshot?: string }).snapshot ?? 'latest';
+          Object.assign(r.get(tool.name)!, {
+            [`backup_${d.name}`]: m.seconds,
+            [`backup_requests_${d.name}`]: m.requests,
+            [`uploaded_mb_${d.name}`]: m.up / 1e6,
+            [`cpu_backup_${d.name}`]: m.cpuSeconds,
+            [`rss_backup_${d.name}`]: m.rssMb,
+          });
+          console.log(`round ${round + 1} (${d.name}) ${tool.name} backup: ${m.seconds.toFixed(1)} s, CPU ${m.cpuSeconds.toFixed(1)} s, ${JSON.stringify(m.byMethod)}`);
+        }
+        for (const tool of order) {
+          const st = state.get(tool.name)!;
+          process.env.BENCH_KEY_FILE = st.keyFile;
+          const m = await step(proxy, () => tool.restore(st.repo, st.snapshot, st.target, st.home));
+          Object.assign(r.get(tool.name)!, {
+            [`restore_${d.name}`]: m.seconds,
+            [`restore_requests_${d.name}`]: m.requests,
+            [`downloaded_mb_${d.name}`]: m.down / 1e6,
+            [`cpu_restore_${d.name}`]: m.cpuSeconds,
+            [`rss_restore_${d.name}`]: m.rssMb,
+          });
+          console.log(`round ${round + 1} (${d.name}) ${tool.name} restore: ${m.seconds.toFixed(1)} s, CPU ${m.cpuSeconds.toFixed(1)} s, ${JSON.stringify(m.byMethod)}`);
+          await rm(st.target, { recursive: true, force: true });
+        }
       }
-      for (const tool of order) {
-        const st = state.get(tool.name)!;
-        await tool.init(st.repo, st.home);
-        const m = await step(proxy, () => tool.backup(st.repo, data, st.home));
-        st.snapshot = (m as Measure & { snapshot?: string }).snapshot ?? 'latest';
-        Object.assign(st.r, { backup_s: m.seconds, backup_requests: m.requests, uploaded_mb: m.up / 1e6, rss_mb: m.rssMb, cpu_backup_s: m.cpuSeconds });
-        console.log(`round ${round + 1} ${tool.name} backup: ${m.seconds.toFixed(1)} s, ${JSON.stringify(m.byMethod)}`);
-      }
-      for (const tool of order) {
-        const st = state.get(tool.name)!;
-        const m = await step(proxy, () => tool.restore(st.repo, st.snapshot, st.target, st.home));
-        Object.assign(st.r, { restore_s: m.seconds, restore_requests: m.requests, downloaded_mb: m.down / 1e6, rss_mb: Math.max(st.r.rss_mb, m.rssMb) });
-        console.log(`round ${round + 1} ${tool.name} restore: ${m.seconds.toFixed(1)} s, ${JSON.stringify(m.byMethod)}`);
-        await rm(join(base, 'work-s3', tool.name), { recursive: true, force: true });
-      }
-      for (const tool of tools) samples.get(tool.name)!.push(state.get(tool.name)!.r);
+      for (const tool of tools) samples.get(tool.name)!.push(r.get(tool.name)!);
     }
   } finally {
+    await rm(join(base, 'work-s3'), { recursive: true, force: true });
     await proxy.close();
     await rgw.cleanup();
   }
 
-  const medians = new Map([...samples].map(([name, rs]) => [name, Object.fromEntries((Object.keys(LABELS) as Metric[]).map((m) => [m, median(rs.map((r) => r[m]))])) as Record<Metric, number>]));
-  const ref = medians.get('restic')!;
-  const rows = (Object.keys(LABELS) as Metric[]).map((m) => {
-    const digits = m.endsWith('_s') ? 2 : 0;
-    const cells = tools.map((t) => {
-      const v = medians.get(t.name)![m];
-      return `${v.toFixed(digits)} (${(v / ref[m]).toFixed(2)}×)`;
+  const stat = (name: string, m: string) => {
+    const xs = samples.get(name)!.map((s) => s[m]!);
+    return { min: Math.min(...xs), median: median(xs), max: Math.max(...xs) };
+  };
+  const names = tools.map((t) => t.name);
+  const ref = names.includes('restic') ? 'restic' : undefined;
+  const lines = labels(sets).map(([m, label]) => {
+    const digits = m.startsWith('backup_') || m.startsWith('restore_') || m.startsWith('cpu') ? 2 : 0;
+    const cells = names.map((n) => {
+      const s = stat(n, m);
+      const ratio = ref ? ` (${(s.median / stat(ref, m).median).toFixed(2)}×)` : '';
+      const range = runs > 1 && digits > 0 ? ` [${s.min.toFixed(digits)}–${s.max.toFixed(digits)}]` : '';
+      return `${s.median.toFixed(digits)}${ratio}${range}`;
     });
-    return `| ${LABELS[m]} | ${cells.join(' | ')} |`;
+    return `| ${label} | ${cells.join(' | ')} |`;
   });
   const machine = [
     `${cpus()[0]?.model ?? 'cpu'}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${version('uname', ['-r'])}`,
-    `node ${process.version}; ${version('restic', ['version'])}; ${version('radosgw', ['--version'])}, one-node cluster on loopback, both tools through one counting proxy`,
-    `median of ${runs} run(s), each step run by both tools back to back; figures in parentheses are ratios to restic (lower is better)`,
+    `node ${process.version}; ${version('restic', ['version'])}; ${version('radosgw', ['--version'])}, one-node cluster on loopback, every tool through one counting proxy`,
+    `median of ${runs} run(s) [min–max], each step run by every tool back to back; in parentheses the ratio of the medians to restic's (lower is better)`,
   ];
-  const table = [`| metric | ${tools.map((t) => t.name).join(' | ')} |`, `|---|${tools.map(() => '---').join('|')}|`, ...rows].join('\n');
+  const table = [`| metric | ${names.join(' | ')} |`, `|---|${names.map(() => '---').join('|')}|`, ...lines].join('\n');
   const report = `${machine.join('\n')}\n\n${table}\n`;
   console.log(`\n${report}`);
   await writeFile(join(base, 's3-results.md'), report);
