@@ -1,8 +1,10 @@
 /**
- * Small ranged reads served from aligned windows of their object, each window fetched once
- * (concurrent readers share the fetch) and kept in a small LRU cache. For object stores, where a
- * request costs far more than its bytes: a restore of many small files then reads a pack in a
- * few requests instead of one per file (restic's restorer reads whole packs for the same reason).
+ * Ranged reads served from aligned windows of their object, each window fetched once (concurrent
+ * readers share the fetch) and kept in a small LRU cache. For object stores, where a request
+ * costs far more than its bytes: a restore reads a pack in one request instead of one per blob
+ * (restic's restorer reads whole packs for the same reason). A window is filled as its bytes
+ * arrive, and a read is answered as soon as its own bytes are in: the first blobs of a pack are
+ * decoded while the rest of it is still on the way.
  * Safe because the engine never changes an object once written (packs are named by their
  * content); a save or remove through the backend drops that object's windows all the same.
  * Every read gets its own copy: callers may transfer or release what they receive.
@@ -18,40 +20,129 @@ export interface RangeCacheOptions {
 
 /**
  * A window holds a whole data pack (16 MiB, plus its last blob of up to 4 MiB and its header), so
- * a restore reads each pack in one request, as restic does; three are kept, since a restore's
- * parallel reads straddle two packs at a time (with two kept, they evict each other).
+ * a restore reads each pack in one request, as restic does, small blobs and large alike (a large
+ * file's chunks read on their own beside the window of their pack downloaded its bytes twice);
+ * three are kept, since a restore's parallel reads straddle two packs at a time (with two kept,
+ * they evict each other).
  */
-export const DEFAULT_RANGE_CACHE: RangeCacheOptions = { windowBytes: 24 * 2 ** 20, maxBytes: 72 * 2 ** 20, maxRange: 2 ** 20 };
+export const DEFAULT_RANGE_CACHE: RangeCacheOptions = { windowBytes: 24 * 2 ** 20, maxBytes: 72 * 2 ** 20, maxRange: 24 * 2 ** 20 };
 
-/** Reads up to `length` bytes of `name` from `offset` (fewer at the object's end). */
-export type FetchUpTo = (name: string, offset: number, length: number) => Promise<Uint8Array>;
+/** Where a fetch hands its bytes, in order: `size` once, before any bytes, with how many will come. */
+export interface FetchSink {
+  size(bytes: number): void;
+  data(chunk: Uint8Array): void;
+}
+
+/** Reads up to `length` bytes of `name` from `offset` (fewer at the object's end) into `sink`; resolves once all are handed over. */
+export type FetchInto = (name: string, offset: number, length: number, sink: FetchSink) => Promise<void>;
+
+/** One window: its bytes as they arrive, and the reads waiting for them. */
+class Window {
+  readonly name: string;
+  /** Bytes counted against the cache: the window's size until the store says how much comes. */
+  held: number;
+  private bytes: Uint8Array | null = null;
+  private received = 0;
+  /** Whether the fetch has ended (all bytes in, or failed). */
+  done = false;
+  /** Bytes handed to readers so far: a window mostly read is the first to go. */
+  served = 0;
+  failure: { err: unknown } | null = null;
+  private waiters: { end: number; resolve: (bytes: Uint8Array) => void; reject: (err: unknown) => void }[] = [];
+  readonly finished: Promise<void>;
+
+  /** `sized` is told how many bytes the window holds, once the store has said. */
+  constructor(name: string, held: number, fetch: (sink: FetchSink) => Promise<void>, sized: (window: Window, bytes: number) => void) {
+    this.name = name;
+    this.held = held;
+    this.finished = fetch({
+      size: (bytes) => {
+        this.bytes = new Uint8Array(bytes);
+        sized(this, bytes);
+      },
+      data: (chunk) => {
+        this.bytes!.set(chunk, this.received);
+        this.received += chunk.length;
+        this.wake();
+      },
+    }).then(
+      () => {
+        this.done = true;
+        this.wake();
+      },
+      (err: unknown) => {
+        this.done = true;
+        this.failure = { err };
+        this.wake();
+      },
+    );
+  }
+
+  /** The window's bytes once its first `end` are in (or all it will ever hold, if fewer). */
+  until(end: number): Promise<Uint8Array> {
+    return new Promise((resolve, reject) => {
+      this.waiters.push({ end, resolve, reject });
+      this.wake();
+    });
+  }
+
+  private wake(): void {
+    const waiting = this.waiters;
+    this.waiters = [];
+    for (const w of waiting) {
+      if (this.failure) w.reject(this.failure.err);
+      else if (this.received >= w.end || this.done) w.resolve((this.bytes ?? new Uint8Array(0)).subarray(0, this.received));
+      else this.waiters.push(w);
+    }
+  }
+}
 
 export class RangeCache {
-  private readonly fetch: FetchUpTo;
+  private readonly fetch: FetchInto;
   private readonly options: RangeCacheOptions;
-  /** name + window start → its bytes; Map order is recency (oldest first). */
-  private readonly windows = new Map<string, { name: string; bytes: Promise<Uint8Array>; size: number }>();
+  /** window size + start + name → its window; Map order is recency (oldest first). */
+  private readonly windows = new Map<string, Window>();
   private held = 0;
+  /** Windows fetched and dropped since (cleared now and then, to stay small). */
+  private readonly dropped = new Set<string>();
 
-  constructor(fetch: FetchUpTo, options: RangeCacheOptions = DEFAULT_RANGE_CACHE) {
+  constructor(fetch: FetchInto, options: RangeCacheOptions = DEFAULT_RANGE_CACHE) {
     this.fetch = fetch;
     this.options = options;
   }
 
-  /** Whether a range of this length is read through windows. */
-  serves(length: number): boolean {
-    return length > 0 && length <= this.options.maxRange;
+  /**
+   * Exactly `length` bytes from `offset`, else a RangeError (the object is shorter); null when
+   * the range is not read through windows: when it is too long, or when the windows it needs were
+   * fetched once and dropped since, small ones too. A read that comes back to a dropped window is
+   * most often a stray one (a blob shared with a file restored long before): it is read from a
+   * window an eighth the size (the shared blobs of a duplicated directory lie together), and
+   * when that one was dropped too, on its own.
+   */
+  read(name: string, offset: number, length: number): Promise<Uint8Array> | null {
+    if (length <= 0 || length > this.options.maxRange) return null;
+    const size = [this.options.windowBytes, this.options.windowBytes / 8].find((size) => this.usable(name, offset, length, size));
+    return size === undefined ? null : this.readFrom(name, offset, length, size);
   }
 
-  /** Exactly `length` bytes from `offset`, else a RangeError (the object is shorter). */
-  async read(name: string, offset: number, length: number): Promise<Uint8Array> {
-    const size = this.options.windowBytes;
+  /** Whether no window of this size that the range needs was dropped (and not fetched again). */
+  private usable(name: string, offset: number, length: number, size: number): boolean {
+    for (let start = Math.floor(offset / size) * size; start < offset + length; start += size) {
+      const key = `${size}:${start}:${name}`;
+      if (!this.windows.has(key) && this.dropped.has(key)) return false;
+    }
+    return true;
+  }
+
+  private async readFrom(name: string, offset: number, length: number, size: number): Promise<Uint8Array> {
     const out = new Uint8Array(length);
     for (let start = Math.floor(offset / size) * size; start < offset + length; start += size) {
-      const window = await this.window(name, start);
       const from = Math.max(offset, start);
-      const to = Math.min(offset + length, start + window.length);
-      if (to <= from || (to < offset + length && window.length < size)) throw new RangeError(`${name} holds fewer than ${offset + length} bytes`);
+      const to = Math.min(offset + length, start + size);
+      const w = this.window(name, start, size);
+      w.served += to - from;
+      const window = await w.until(to - start);
+      if (window.length < to - start) throw new RangeError(`${name} holds fewer than ${offset + length} bytes`);
       out.set(window.subarray(from - start, to - start), from - offset);
     }
     return out;
@@ -59,44 +150,66 @@ export class RangeCache {
 
   /** Forgets the windows of an object (it was written or removed). */
   drop(name: string): void {
-    for (const [key, entry] of this.windows) {
-      if (entry.name === name) {
-        this.windows.delete(key);
-        this.held -= entry.size;
-      }
+    for (const [key, window] of this.windows) {
+      if (window.name === name) this.forget(key, window);
+    }
+    for (const key of this.dropped) {
+      if (key.slice(key.indexOf(':', key.indexOf(':') + 1) + 1) === name) this.dropped.delete(key);
     }
   }
 
-  private window(name: string, start: number): Promise<Uint8Array> {
-    const key = `${start}:${name}`;
+  private forget(key: string, window: Window, evicted = false): void {
+    if (this.windows.get(key) !== window) return;
+    if (evicted) {
+      if (this.dropped.size >= 65536) this.dropped.clear();
+      this.dropped.add(key);
+    }
+    this.windows.delete(key);
+    this.held -= window.held;
+  }
+
+  private window(name: string, start: number, size: number): Window {
+    const key = `${size}:${start}:${name}`;
     const cached = this.windows.get(key);
     if (cached) {
       this.windows.delete(key); // most recent last
       this.windows.set(key, cached);
-      return cached.bytes;
+      return cached;
     }
-    const entry = { name, size: this.options.windowBytes, bytes: this.fetch(name, start, this.options.windowBytes) };
-    this.windows.set(key, entry);
-    this.held += entry.size;
-    entry.bytes.then(
-      (bytes) => {
-        if (this.windows.get(key) !== entry) return;
-        this.held += bytes.length - entry.size;
-        entry.size = bytes.length;
-      },
-      () => {
-        // A failed fetch is not kept: the next read asks the store again.
-        if (this.windows.get(key) === entry) {
-          this.windows.delete(key);
-          this.held -= entry.size;
-        }
+    const window = new Window(
+      name,
+      size,
+      (sink) => this.fetch(name, start, size, sink),
+      (w, bytes) => {
+        if (this.windows.get(key) === w) this.held += bytes - w.held;
+        w.held = bytes;
       },
     );
-    for (const [oldest, e] of this.windows) {
-      if (this.held <= this.options.maxBytes || oldest === key) break;
-      this.windows.delete(oldest);
-      this.held -= e.size;
+    this.windows.set(key, window);
+    this.held += window.held;
+    // A failed fetch is not kept: the next read asks the store again.
+    void window.finished.then(() => {
+      if (window.failure) this.forget(key, window);
+      this.evict();
+    });
+    this.evict();
+    return window;
+  }
+
+  /**
+   * Brings the windows kept within their budget: those mostly read go first (the rest of their
+   * pack is least likely to be asked for), then the least recently used. A window still being
+   * fetched is never dropped: reads are waiting for it, and would only fetch it again.
+   */
+  private evict(): void {
+    while (this.held > this.options.maxBytes) {
+      let victim: [string, Window] | null = null;
+      for (const entry of this.windows) {
+        const w = entry[1];
+        if (w.done && (!victim || w.served / Math.max(1, w.held) > victim[1].served / Math.max(1, victim[1].held))) victim = entry;
+      }
+      if (!victim) return;
+      this.forget(victim[0], victim[1], true);
     }
-    return entry.bytes;
   }
 }

@@ -68,13 +68,14 @@ describe('s3 backend against a real gateway', () => {
     expect(a.location).toBe(`s3://${BUCKET}/tenants/acc_1/cloud/`);
   });
 
-  it('reads many small ranges of one object in a few requests, and nothing of an object replaced since', async () => {
+  it('reads many ranges of one object, small and large, in a few requests, and nothing of an object replaced since', async () => {
     const b = backend({ via: 'proxy' });
     const bytes = randomBytes(30 * 2 ** 20);
     await b.save('data/aa/pack', [bytes]);
     proxy.reset();
     const ranges = Array.from({ length: 400 }, (_, i) => ({ offset: i * 78_000 + (i % 7), length: 3000 + i }));
     ranges.push({ offset: 24 * 2 ** 20 - 100, length: 200 }); // across the two windows
+    ranges.push({ offset: 5 * 2 ** 20, length: 4 * 2 ** 20 }); // a large blob's range: from its window as well
     const got = await Promise.all(ranges.map((r) => b.load('data/aa/pack', r)));
     for (const [i, r] of ranges.entries()) expect(Buffer.from(got[i]!).equals(bytes.subarray(r.offset, r.offset + r.length))).toBe(true);
     expect(proxy.counts.byMethod.GET).toBe(2); // two 24 MiB windows, each fetched once (a 20 MiB pack is one)

@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { checkName, type Backend, type ObjectInfo } from './backend.ts';
 import { ObjectNotFoundError, StorageError, StorageUnavailableError } from './errors.ts';
-import { DEFAULT_RANGE_CACHE, RangeCache, type RangeCacheOptions } from './range-cache.ts';
+import { DEFAULT_RANGE_CACHE, RangeCache, type FetchSink, type RangeCacheOptions } from './range-cache.ts';
 import { DEFAULT_S3_LIMITS, withRetries, type S3Limits } from './s3-retry.ts';
 
 /** Where an S3-compatible store is and how to address it; credentials come from the SDK's own chain. */
@@ -55,8 +55,8 @@ export function createS3Client(connection: S3Connection, limits: S3Limits = DEFA
 /**
  * A repository under a prefix of an S3 bucket. Objects are written whole with one PutObject
  * (atomic: a reader sees the old object, none, or the whole new one); `ifAbsent` is
- * `If-None-Match: *`. Small ranged reads are served from 24 MiB windows of the object (a
- * whole pack), fetched once per backend (range-cache.ts). Errors are the storage module's own (not-found, unavailable,
+ * `If-None-Match: *`. Ranged reads are served from 24 MiB windows of the object (a whole
+ * pack), each fetched once per backend and streamed in (range-cache.ts). Errors are the storage module's own (not-found, unavailable,
  * full); no SDK error leaves this module except as a `cause`.
  */
 export class S3Backend implements Backend {
@@ -78,7 +78,7 @@ export class S3Backend implements Backend {
     this.limits = options.limits ?? DEFAULT_S3_LIMITS;
     this.location = `s3://${this.bucket}/${this.root}`;
     const cache = options.rangeCache ?? DEFAULT_RANGE_CACHE;
-    this.windows = cache ? new RangeCache((name, offset, length) => this.get(name, { offset, length }), cache) : null;
+    this.windows = cache ? new RangeCache((name, offset, length, sink) => this.stream(name, offset, length, sink), cache) : null;
   }
 
   private key(name: string): string {
@@ -119,7 +119,8 @@ export class S3Backend implements Backend {
       if (range.offset > (await this.stat(name)).size) throw new RangeError(`${name} holds fewer than ${range.offset} bytes`);
       return new Uint8Array(0);
     }
-    if (range && this.windows?.serves(range.length)) return this.windows.read(name, range.offset, range.length);
+    const windowed = range && this.windows?.read(name, range.offset, range.length);
+    if (windowed) return windowed;
     const bytes = await this.get(name, range);
     if (range && bytes.length !== range.length) throw new RangeError(`${name} holds fewer than ${range.offset + range.length} bytes`);
     return bytes;
@@ -136,6 +137,43 @@ export class S3Backend implements Backend {
         throw Object.assign(new Error(`short body: ${body.length} of ${res.ContentLength} bytes`), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
       }
       return body;
+    });
+  }
+
+  /**
+   * Up to `length` bytes from `offset` (fewer at the object's end), handed to `sink` as they
+   * arrive. A retry after a body cut short asks only for the bytes not yet handed over.
+   */
+  private stream(name: string, offset: number, length: number, sink: FetchSink): Promise<void> {
+    const Key = this.key(name);
+    let total: number | undefined;
+    let received = 0;
+    return withRetries(this.limits, 'load', name, length, async (abortSignal) => {
+      const end = offset + (total ?? length) - 1;
+      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key, Range: `bytes=${offset + received}-${end}` }), { abortSignal });
+      const coming = res.ContentLength;
+      if (coming === undefined) {
+        // No length announced: the body is read whole first.
+        if (total !== undefined) throw Object.assign(new Error('no length on a resumed read'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+        const body = await res.Body!.transformToByteArray();
+        total = body.length;
+        sink.size(total);
+        sink.data(body);
+        received = total;
+        return;
+      }
+      if (total === undefined) {
+        total = coming;
+        sink.size(total);
+      } else if (coming !== total - received) {
+        throw Object.assign(new Error(`resumed read of ${coming} bytes, ${total - received} expected`), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
+      }
+      for await (const chunk of res.Body as AsyncIterable<Uint8Array>) {
+        const take = Math.min(chunk.length, total - received);
+        if (take > 0) sink.data(take === chunk.length ? chunk : chunk.subarray(0, take));
+        received += take;
+      }
+      if (received !== total) throw Object.assign(new Error(`short body: ${received} of ${total} bytes`), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
     });
   }
 

@@ -1,0 +1,88 @@
+import { randomBytes } from 'node:crypto';
+import { expect, it } from 'vitest';
+import { RangeCache, type FetchSink } from './range-cache.ts';
+
+const MiB = 2 ** 20;
+
+/** An object store of one object whose reads are recorded and can be held back after their first bytes. */
+function store(bytes: Uint8Array) {
+  const fetches: { offset: number; length: number }[] = [];
+  let hold: Promise<void> | null = null;
+  const fetch = async (_name: string, offset: number, length: number, sink: FetchSink) => {
+    fetches.push({ offset, length });
+    const part = bytes.subarray(offset, Math.min(offset + length, bytes.length));
+    if (part.length === 0) throw new RangeError('past the end');
+    sink.size(part.length);
+    const half = Math.floor(part.length / 2);
+    sink.data(part.subarray(0, half));
+    if (hold) await hold;
+    sink.data(part.subarray(half));
+  };
+  return { fetch, fetches, holdAfterFirstHalf: (p: Promise<void> | null) => (hold = p) };
+}
+
+it('answers a read from the first bytes of a window while the rest is still on the way', async () => {
+  const bytes = randomBytes(16 * MiB);
+  const s = store(bytes);
+  let release!: () => void;
+  s.holdAfterFirstHalf(new Promise((r) => (release = r)));
+  const cache = new RangeCache(s.fetch, { windowBytes: 24 * MiB, maxBytes: 72 * MiB, maxRange: 24 * MiB });
+  const early = await cache.read('p', 1000, 4 * MiB)!;
+  expect(Buffer.from(early).equals(bytes.subarray(1000, 1000 + 4 * MiB))).toBe(true);
+  const late = cache.read('p', 12 * MiB, 2 * MiB)!;
+  let done = false;
+  void late.then(() => (done = true));
+  await new Promise((r) => setTimeout(r, 20));
+  expect(done).toBe(false); // its bytes have not come yet
+  release();
+  expect(Buffer.from(await late).equals(bytes.subarray(12 * MiB, 14 * MiB))).toBe(true);
+  expect(s.fetches).toEqual([{ offset: 0, length: 24 * MiB }]); // small and large ranges, one fetch
+  await expect(cache.read('p', 16 * MiB - 10, 20)!).rejects.toBeInstanceOf(RangeError);
+});
+
+it('drops the windows read most, never one still being fetched, and reads a dropped window again smaller, then not at all', async () => {
+  const objects = new Map(['a', 'b', 'c', 'd', 'e'].map((n) => [n, randomBytes(8 * MiB)]));
+  const fetches: string[] = [];
+  let hold: Promise<void> | null = null;
+  const cache = new RangeCache(
+    async (name, offset, length, sink) => {
+      fetches.push(`${name}@${offset / MiB}+${length / MiB}`);
+      const part = objects.get(name)!.subarray(offset, offset + length);
+      sink.size(part.length);
+      if (hold) await hold;
+      sink.data(part);
+    },
+    { windowBytes: 8 * MiB, maxBytes: 16 * MiB, maxRange: 8 * MiB },
+  );
+  const check = async (name: string, offset: number, length: number) => {
+    const got = cache.read(name, offset, length);
+    expect(got).not.toBeNull();
+    expect(Buffer.from(await got!).equals(objects.get(name)!.subarray(offset, offset + length))).toBe(true);
+  };
+  await check('a', 0, 100);
+  await check('b', 0, 4 * MiB);
+  let release!: () => void;
+  hold = new Promise((r) => (release = r));
+  // c drops b (read most), d drops a; e finds only windows being fetched and drops none of them.
+  const reads = [check('c', MiB, 100), check('d', MiB, 100), check('e', MiB, 100)];
+  await new Promise((r) => setTimeout(r, 10));
+  release();
+  await Promise.all(reads);
+  hold = null;
+  expect(fetches).toEqual(['a@0+8', 'b@0+8', 'c@0+8', 'd@0+8', 'e@0+8']);
+  await check('d', 2 * MiB, 100); // still kept
+  await check('b', 3 * MiB + 10, 100); // dropped: read again as a 1 MiB window
+  await check('b', 3 * MiB + 500, 100);
+  expect(fetches.slice(5)).toEqual(['b@3+1']);
+
+  // With room for one window: once its small window is dropped too, a range is read on its own.
+  const one = new RangeCache(async (name, offset, length, sink) => {
+    const part = objects.get(name)!.subarray(offset, offset + length);
+    sink.size(part.length);
+    sink.data(part);
+  }, { windowBytes: 8 * MiB, maxBytes: 8 * MiB, maxRange: 8 * MiB });
+  for (const name of ['a', 'b', 'a', 'b', 'c']) await one.read(name, 0, 100);
+  expect(one.read('a', 0, 100)).toBeNull();
+  expect(one.read('b', 0, 100)).toBeNull();
+  expect(one.read('c', 0, 100)).not.toBeNull();
+});
