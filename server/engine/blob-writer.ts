@@ -18,12 +18,16 @@ import type { Repository } from './repository.ts';
  * Memory is bounded: blobs in flight to the workers, and encoded bytes not yet saved in a pack,
  * each have a byte budget.
  */
-const INDEX_EVERY_PACKS = 4;
-/** ...or every this many blobs, so that many small files do not keep many blob records waiting. */
-const INDEX_EVERY_BLOBS = 4096;
+const INDEX_EVERY_PACKS = 8;
+/** ...or every this many blobs, so that many small files do not keep many blob records waiting (each index file is a request to an object store). */
+const INDEX_EVERY_BLOBS = 16384;
 const IN_FLIGHT = 16 * 1024 * 1024;
-/** The packs being filled plus about two being saved. */
-const UNWRITTEN = 48 * 1024 * 1024;
+/**
+ * The packs being filled plus about three being saved: an object store takes up to a second or
+ * more per pack under load, while large files fill one in a fraction of that (with two, a backup
+ * to S3 waited about 2 s of 28 for uploads).
+ */
+const UNWRITTEN = 64 * 1024 * 1024;
 /** Counted per blob on top of its bytes, so that many tiny blobs in flight are bounded too. */
 const BLOB_OVERHEAD = 32768;
 /** How long an abandoned backup waits for the packs being saved. */
