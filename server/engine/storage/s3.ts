@@ -66,7 +66,7 @@ export class S3Backend implements Backend {
   /** The key prefix of this repository: '' or ending in '/'. */
   private readonly root: string;
   private readonly limits: S3Limits;
-  /** Small ranged reads come from windows of the object (range-cache.ts); null reads every range as asked. */
+  /** Ranged reads come from windows of the object (range-cache.ts); null reads every range as asked. */
   private readonly windows: RangeCache | null;
 
   constructor(options: { client: S3Client; bucket: string; prefix: string; limits?: S3Limits; rangeCache?: RangeCacheOptions | false }) {
