@@ -8,24 +8,33 @@
  * operation's result as JSON.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { Repository, backup, masterKeyFromBytes, masterKeyToBytes, newMasterKey, restore } from '../server/engine/index.ts';
+import { enableCompileCache, getCompileCacheDir } from 'node:module';
 import type { Compression } from '../server/engine/index.ts';
 import type { Backend } from '../server/engine/storage/backend.ts';
-import { LocalBackend } from '../server/engine/storage/local.ts';
-import { createS3Client, S3Backend } from '../server/engine/storage/s3.ts';
+
+// A command starts often: its modules (and its worker threads' modules, through the environment
+// they inherit) come compiled from Node's cache instead of being type-stripped and compiled each
+// time, which saves a few hundred ms of CPU and ~30 MB of memory per thread.
+enableCompileCache();
+const cacheDir = getCompileCacheDir();
+if (cacheDir) process.env.NODE_COMPILE_CACHE = cacheDir;
+const { Repository, backup, masterKeyFromBytes, masterKeyToBytes, newMasterKey, restore } = await import('../server/engine/index.ts');
+const { LocalBackend } = await import('../server/engine/storage/local.ts');
 
 const [op, repoDir, a, b] = process.argv.slice(2);
 if (!op || !repoDir || !a) {
   console.error('usage: engine-cli.ts backup <repo> <source> | restore <repo> <snapshot> <target>');
   process.exit(2);
 }
-function backendOf(spec: string): Backend {
+async function backendOf(spec: string): Promise<Backend> {
   const s3 = /^s3:\/\/([^/]+)\/?(.*)$/.exec(spec);
-  return s3 ? new S3Backend({ client: createS3Client({ forcePathStyle: true }), bucket: s3[1]!, prefix: s3[2]! }) : new LocalBackend(spec);
+  if (!s3) return new LocalBackend(spec);
+  const { createS3Client, S3Backend } = await import('../server/engine/storage/s3.ts'); // the SDK is loaded only when used
+  return new S3Backend({ client: createS3Client({ forcePathStyle: true }), bucket: s3[1]!, prefix: s3[2]! });
 }
 const keyFile = process.env.BENCH_KEY_FILE ?? `${repoDir}.key`;
 if (!existsSync(keyFile)) writeFileSync(keyFile, masterKeyToBytes(newMasterKey()), { mode: 0o600 });
-const repo = await Repository.open(backendOf(repoDir), masterKeyFromBytes(readFileSync(keyFile)));
+const repo = await Repository.open(await backendOf(repoDir), masterKeyFromBytes(readFileSync(keyFile)));
 const compression = (process.env.BENCH_COMPRESSION ?? 'zstd') as Compression;
 const level = process.env.BENCH_LEVEL ? Number(process.env.BENCH_LEVEL) : undefined;
 const result =

@@ -43,7 +43,8 @@ export interface WalkContext {
   encryption: boolean;
   warnings: WarningList;
   progress: ProgressReporter;
-  emit: (entries: EntryRecord[]) => Promise<void>;
+  /** Receives each directory's entries once it is stored; null when nobody listens. */
+  emit: ((entries: EntryRecord[]) => Promise<void>) | null;
   signal: AbortSignal | undefined;
   hooks: WalkHooks;
 }
@@ -52,6 +53,11 @@ export interface WalkContext {
 const SMALL_FILE = 256 * 1024;
 
 type Pending<T> = () => Promise<T>;
+
+type Subdir = { earlier: Dir | null; sub: { fd: number; entries: DirEntry[] } | { error: string; code?: string } };
+
+/** Subdirectories of one directory opened and listed ahead of the walk. */
+const LIST_AHEAD = 16;
 
 function baseNode(e: DirEntry, type: TreeNode['type']): TreeNode {
   return { name: e.name, type, mode: e.mode, mtimeNs: e.mtimeNs, ctimeNs: e.ctimeNs, ino: e.ino, size: 0 };
@@ -124,6 +130,22 @@ export class SourceWalk {
     const before = parent ? new Map(parent.nodes.map((n) => [nameKey(n.name), n])) : null;
     const slots: (TreeNode | null)[] = new Array<TreeNode | null>(entries.length).fill(null);
     const waits: Promise<unknown>[] = [];
+    // Subdirectories are opened, listed and matched with their parent's version a few ahead of
+    // the walk, so that the round trips to the thread pool and the workers overlap.
+    const subdirs: number[] = [];
+    for (let i = 0; i < entries.length; i++) if (entries[i]!.kind === 'd' && !entries[i]!.error) subdirs.push(i);
+    const ahead = new Map<number, Promise<Subdir>>();
+    let started = 0;
+    let nextSub = 0;
+    let hooked: Promise<unknown> = Promise.resolve();
+    const openSub = async (j: number): Promise<Subdir> => {
+      const e = entries[j]!;
+      const turn = hooked.then(() => hooks.beforeOpen?.(childPath(rel, e.name), 'directory'));
+      hooked = turn.catch(() => {});
+      await turn;
+      const earlier = await this.previous(before?.get(nameKey(e.name)));
+      return { earlier, sub: await this.list(atPath(fd, e.name), { dev: e.dev, ino: e.ino }) };
+    };
     try {
       for (let i = 0; i < entries.length; i++) {
         throwIfAborted(signal);
@@ -146,9 +168,13 @@ export class SourceWalk {
           const stored = await this.file(fd, e, path);
           waits.push(observed(stored().then((node) => (slots[i] = node))));
         } else if (e.kind === 'd') {
-          await hooks.beforeOpen?.(path, 'directory');
-          const earlier = await this.previous(prev);
-          const sub = await this.list(atPath(fd, e.name), { dev: e.dev, ino: e.ino });
+          while (started < subdirs.length && started < nextSub + LIST_AHEAD) {
+            const j = subdirs[started++]!;
+            ahead.set(j, observed(openSub(j)));
+          }
+          nextSub++;
+          const { earlier, sub } = await ahead.get(i)!;
+          ahead.delete(i);
           if ('error' in sub) {
             warnings.add(path, sub.error);
             continue;
@@ -160,8 +186,9 @@ export class SourceWalk {
         }
       }
     } catch (err) {
+      for (const p of ahead.values()) void p.then((r) => 'fd' in r.sub && closeSync(r.sub.fd), () => {});
       // The handle stays open until nothing scheduled can still use it.
-      void Promise.allSettled(waits).then(() => closeSync(fd));
+      void Promise.allSettled([...waits, ...ahead.values()]).then(() => closeSync(fd));
       throw err;
     }
     const finished = observed((async () => {
@@ -175,7 +202,7 @@ export class SourceWalk {
         else this.files++;
         this.sizeBytes += n.size;
       }
-      await this.ctx.emit(nodes.map((n) => toEntryRecord(childPath(rel, n.name), n)));
+      if (this.ctx.emit) await this.ctx.emit(nodes.map((n) => toEntryRecord(childPath(rel, n.name), n)));
       const plain = encodeTree(nodes);
       if (parent?.id && parent.plain && bytesEqual(plain, parent.plain) && this.ctx.writer.usable(parent.id, 'tree', true)) return parent.id;
       return (await this.ctx.writer.storeTree(plain))();

@@ -140,7 +140,7 @@ async function run(repo: Repository, opts: BackupOptions, root: string, stats: B
     encryption: opts.encryption,
     warnings,
     progress,
-    emit: entries.push,
+    emit: opts.onEntries ? entries.push : null,
     signal,
     hooks: opts,
   });

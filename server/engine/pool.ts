@@ -114,14 +114,14 @@ export class WorkerPool {
     await Promise.all(this.exits);
   }
 
-  private post(build: (seq: number) => WorkerRequest, transfer: ArrayBuffer[], bytes: number): Promise<unknown[]> {
+  private post(build: (seq: number) => WorkerRequest, transfer: ArrayBuffer[], bytes: number, grow = true): Promise<unknown[]> {
     let slot = this.slots[0];
     if (this.closed) return Promise.reject(new EngineError('CANCELLED', 'the operation was stopped'));
     if (!slot) return Promise.reject(new EngineError('INTERNAL_ERROR', 'no worker is running'));
     for (const s of this.slots) if (s.pendingBytes < slot.pendingBytes) slot = s;
     // A further worker starts once every worker has work: one that only lists directories (an
-    // unchanged backup) keeps one thread, and its start-up and memory.
-    if (slot.pending.size > 0 && this.slots.length < this.size) {
+    // unchanged backup) keeps one thread, and its start-up and memory; listings never start one.
+    if (grow && slot.pending.size > 0 && this.slots.length < this.size) {
       slot = this.spawn();
       this.slots.push(slot);
     }
@@ -152,9 +152,8 @@ export class WorkerPool {
   }
 
   /** List an open directory of the source, with every entry's lstat (and a symlink's target). */
-  async listDir(req: DirRequest): Promise<DirListing> {
-    const [result] = await this.post((seq) => ({ type: 'listDir', seq, items: [req] }), [], 0);
-    return result as DirListing;
+  listDir(req: DirRequest): Promise<DirListing> {
+    return this.enqueue('l', req, null, 0, (items, transfer) => this.post((seq) => ({ type: 'listDir', seq, items: items as DirRequest[] }), transfer, 0, false)) as Promise<DirListing>;
   }
 
   /** Decrypt, decompress and check one stored blob; rejects with CORRUPT_DATA on mismatch. */
