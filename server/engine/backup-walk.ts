@@ -12,7 +12,7 @@ import type { Repository } from './repository.ts';
 import { childPath, toEntryRecord } from './snapshot.ts';
 import { FILE_FLAGS, atPath, changedSinceWalk, describeKind, openDir, openFailure } from './source.ts';
 import type { Dir, SnapshotTrees } from './trees.ts';
-import { encodeTree } from './tree.ts';
+import { compareNames, encodeTree } from './tree.ts';
 import type { TreeNode } from './tree.ts';
 import type { EntryRecord } from './types.ts';
 import type { WarningList } from './warnings.ts';
@@ -65,6 +65,26 @@ function baseNode(e: DirEntry, type: TreeNode['type']): TreeNode {
 
 function nameKey(name: Uint8Array): string {
   return Buffer.from(name.buffer, name.byteOffset, name.byteLength).toString('latin1');
+}
+
+/** Each listed entry's node in the parent snapshot's version of its directory (both in name order in format 2: merged, no map). */
+function previousNodes(entries: DirEntry[], parent: Dir | null): (TreeNode | undefined)[] {
+  const out = new Array<TreeNode | undefined>(entries.length);
+  if (!parent) return out;
+  const nodes = parent.nodes;
+  if (!parent.id) {
+    const byName = new Map(nodes.map((n) => [nameKey(n.name), n]));
+    for (let i = 0; i < entries.length; i++) out[i] = byName.get(nameKey(entries[i]!.name));
+    return out;
+  }
+  let j = 0;
+  for (let i = 0; i < entries.length && j < nodes.length; i++) {
+    const name = entries[i]!.name;
+    let c = -1;
+    while (j < nodes.length && (c = compareNames(nodes[j]!.name, name)) < 0) j++;
+    if (c === 0) out[i] = nodes[j++];
+  }
+  return out;
 }
 
 export class SourceWalk {
@@ -127,7 +147,7 @@ export class SourceWalk {
   async dir(listing: { fd: number; entries: DirEntry[] }, rel: Uint8Array, parent: Dir | null): Promise<Pending<Uint8Array>> {
     const { fd, entries } = listing;
     const { warnings, hooks, signal } = this.ctx;
-    const before = parent ? new Map(parent.nodes.map((n) => [nameKey(n.name), n])) : null;
+    const prevs = previousNodes(entries, parent);
     const slots: (TreeNode | null)[] = new Array<TreeNode | null>(entries.length).fill(null);
     const waits: Promise<unknown>[] = [];
     // Subdirectories are opened, listed and matched with their parent's version a few ahead of
@@ -143,19 +163,18 @@ export class SourceWalk {
       const turn = hooked.then(() => hooks.beforeOpen?.(childPath(rel, e.name), 'directory'));
       hooked = turn.catch(() => {});
       await turn;
-      const earlier = await this.previous(before?.get(nameKey(e.name)));
+      const earlier = await this.previous(prevs[j]);
       return { earlier, sub: await this.list(atPath(fd, e.name), { dev: e.dev, ino: e.ino }) };
     };
     try {
       for (let i = 0; i < entries.length; i++) {
         throwIfAborted(signal);
         const e = entries[i]!;
-        const path = childPath(rel, e.name);
         if (e.error) {
-          warnings.add(path, e.error);
+          warnings.add(childPath(rel, e.name), e.error);
           continue;
         }
-        const prev = before?.get(nameKey(e.name));
+        const prev = prevs[i];
         if (e.kind === 'l') {
           slots[i] = { ...baseNode(e, 'l'), link: e.link! };
         } else if (e.kind === 'f') {
@@ -164,6 +183,7 @@ export class SourceWalk {
             this.ctx.progress.add(1, prev.size);
             continue;
           }
+          const path = childPath(rel, e.name);
           await hooks.beforeOpen?.(path, 'file');
           const stored = await this.file(fd, e, path);
           waits.push(observed(stored().then((node) => (slots[i] = node))));
@@ -175,6 +195,7 @@ export class SourceWalk {
           nextSub++;
           const { earlier, sub } = await ahead.get(i)!;
           ahead.delete(i);
+          const path = childPath(rel, e.name);
           if ('error' in sub) {
             warnings.add(path, sub.error);
             continue;
@@ -182,7 +203,7 @@ export class SourceWalk {
           const done = await this.dir(sub, path, earlier);
           waits.push(observed(done().then((subtree) => (slots[i] = { ...baseNode(e, 'd'), subtree }))));
         } else {
-          warnings.add(path, `${describeKind(e.kind)}: not backed up`);
+          warnings.add(childPath(rel, e.name), `${describeKind(e.kind)}: not backed up`);
         }
       }
     } catch (err) {

@@ -12,7 +12,8 @@ export interface Scan {
 }
 
 export function startScan(root: string, onTotals: (files: number, bytes: number) => void): Scan {
-  const worker = new Worker(new URL('./scan-worker.ts', import.meta.url), { workerData: { root }, env: workerEnv() });
+  // Its objects live for one directory: a small young generation keeps its memory to a few MB.
+  const worker = new Worker(new URL('./scan-worker.ts', import.meta.url), { workerData: { root }, resourceLimits: { maxYoungGenerationSizeMb: 4 }, env: workerEnv() });
   worker.unref();
   worker.on('message', (m: { files: number; bytes: number }) => onTotals(m.files, m.bytes));
   worker.on('error', () => {}); // the totals stay unknown; the backup does not depend on them
