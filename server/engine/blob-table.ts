@@ -1,4 +1,5 @@
 import { toHex } from './codec.ts';
+import { release } from './release.ts';
 import type { CompressionCode } from './types.ts';
 
 /**
@@ -9,8 +10,11 @@ import type { CompressionCode } from './types.ts';
  *   record: id (32) | pack number u32 | offset u32 | length u32 | raw length u32 | flags u8
  *   flags:  1 used | 2 encrypted | 4 tree blob | (comp << 3)
  *
- * The table doubles when 3/4 full, so it costs between 65 and 131 bytes per blob (98 on average),
- * plus 32 bytes per pack (and a map entry per pack to find its number). The key of a record is
+ * The table grows by half when 4/5 full (the old one freed at once, not at the next collection),
+ * so it costs between 61 and 92 bytes per blob (about 75 on average; doubling at 3/4 cost 98 and
+ * held three times the table while growing), plus 32 bytes per pack (and a map entry per pack to
+ * find its number). Ids are keyed hashes, uniform: a slot is found from their first 4 bytes
+ * scaled to the table's size, which need not be a power of two. The key of a record is
  * (id, type, encrypted): a plaintext copy of a chunk is a different blob than its encrypted copy.
  */
 export type BlobType = 'data' | 'tree';
@@ -43,7 +47,7 @@ function keyFlags(type: BlobType, encrypted: boolean): number {
 
 export class BlobTable {
   private table: Buffer;
-  private mask: number;
+  private slotCount: number;
   private count = 0;
   private packs = Buffer.alloc(32 * 64);
   private numbered = 0;
@@ -51,7 +55,7 @@ export class BlobTable {
 
   constructor(capacity = 1024) {
     this.table = Buffer.alloc(capacity * RECORD_BYTES);
-    this.mask = capacity - 1;
+    this.slotCount = capacity;
   }
 
   get size(): number {
@@ -60,7 +64,7 @@ export class BlobTable {
 
   /** Slots in the table (for a bitmap over them). */
   get capacity(): number {
-    return this.mask + 1;
+    return this.slotCount;
   }
 
   /** Bytes the table and the pack list take. */
@@ -101,7 +105,12 @@ export class BlobTable {
   }
 
   private home(id: Uint8Array): number {
-    return ((id[0]! | (id[1]! << 8) | (id[2]! << 16) | (id[3]! << 24)) >>> 0) & this.mask;
+    const h = (id[0]! | (id[1]! << 8) | (id[2]! << 16) | (id[3]! << 24)) >>> 0;
+    return Math.min(this.slotCount - 1, Math.floor((h / 4294967296) * this.slotCount));
+  }
+
+  private next(slot: number): number {
+    return slot + 1 === this.slotCount ? 0 : slot + 1;
   }
 
   private matches(slot: number, id: Uint8Array): boolean {
@@ -112,7 +121,7 @@ export class BlobTable {
   /** The slot of (id, type, encrypted), or -1. */
   slotOf(id: Uint8Array, type: BlobType, encrypted: boolean): number {
     const want = keyFlags(type, encrypted);
-    for (let slot = this.home(id); ; slot = (slot + 1) & this.mask) {
+    for (let slot = this.home(id); ; slot = this.next(slot)) {
       const flags = this.table[slot * RECORD_BYTES + FLAGS]!;
       if (flags === 0) return -1;
       if ((flags & KEY_FLAGS) === want && this.matches(slot, id)) return slot;
@@ -132,9 +141,9 @@ export class BlobTable {
   /** Adds a blob unless a copy with the same key is already there; false then. */
   add(id: Uint8Array, type: BlobType, encrypted: boolean, comp: CompressionCode, pack: number, offset: number, length: number, rawLength: number): boolean {
     if (this.slotOf(id, type, encrypted) >= 0) return false;
-    if ((this.count + 1) * 4 > this.capacity * 3) this.grow();
+    if ((this.count + 1) * 5 > this.capacity * 4) this.grow();
     let slot = this.home(id);
-    while (this.table[slot * RECORD_BYTES + FLAGS] !== 0) slot = (slot + 1) & this.mask;
+    while (this.table[slot * RECORD_BYTES + FLAGS] !== 0) slot = this.next(slot);
     const at = slot * RECORD_BYTES;
     this.table.set(id, at);
     this.table.writeUInt32LE(pack, at + PACK);
@@ -149,15 +158,16 @@ export class BlobTable {
   private grow(): void {
     const old = this.table;
     const oldCapacity = this.capacity;
-    this.table = Buffer.alloc(oldCapacity * 2 * RECORD_BYTES);
-    this.mask = oldCapacity * 2 - 1;
+    this.slotCount = Math.ceil(oldCapacity * 1.5);
+    this.table = Buffer.alloc(this.slotCount * RECORD_BYTES);
     for (let s = 0; s < oldCapacity; s++) {
       const at = s * RECORD_BYTES;
       if (old[at + FLAGS] === 0) continue;
       let slot = this.home(old.subarray(at, at + 32));
-      while (this.table[slot * RECORD_BYTES + FLAGS] !== 0) slot = (slot + 1) & this.mask;
+      while (this.table[slot * RECORD_BYTES + FLAGS] !== 0) slot = this.next(slot);
       old.copy(this.table, slot * RECORD_BYTES, at, at + RECORD_BYTES);
     }
+    release(old);
   }
 
   location(slot: number): BlobLocation {
