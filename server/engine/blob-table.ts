@@ -104,8 +104,9 @@ export class BlobTable {
     return n;
   }
 
-  private home(id: Uint8Array): number {
-    const h = (id[0]! | (id[1]! << 8) | (id[2]! << 16) | (id[3]! << 24)) >>> 0;
+  /** The first slot to look at for the id at `at` in `buf`. */
+  private home(buf: Uint8Array, at = 0): number {
+    const h = (buf[at]! | (buf[at + 1]! << 8) | (buf[at + 2]! << 16) | (buf[at + 3]! << 24)) >>> 0;
     return Math.min(this.slotCount - 1, Math.floor((h / 4294967296) * this.slotCount));
   }
 
@@ -115,7 +116,10 @@ export class BlobTable {
 
   private matches(slot: number, id: Uint8Array): boolean {
     const at = slot * RECORD_BYTES;
-    return this.table.compare(id, 0, 32, at, at + 32) === 0;
+    const t = this.table;
+    // Most records probed are other blobs: their first bytes differ, without a native call.
+    if (t[at + 4] !== id[4] || t[at + 5] !== id[5] || t[at + 6] !== id[6] || t[at + 7] !== id[7]) return false;
+    return t.compare(id, 0, 32, at, at + 32) === 0;
   }
 
   /** The slot of (id, type, encrypted), or -1. */
@@ -163,7 +167,7 @@ export class BlobTable {
     for (let s = 0; s < oldCapacity; s++) {
       const at = s * RECORD_BYTES;
       if (old[at + FLAGS] === 0) continue;
-      let slot = this.home(old.subarray(at, at + 32));
+      let slot = this.home(old, at);
       while (this.table[slot * RECORD_BYTES + FLAGS] !== 0) slot = this.next(slot);
       old.copy(this.table, slot * RECORD_BYTES, at, at + RECORD_BYTES);
     }
