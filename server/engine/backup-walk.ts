@@ -63,6 +63,11 @@ function baseNode(e: DirEntry, type: TreeNode['type']): TreeNode {
   return { name: e.name, type, mode: e.mode, mtimeNs: e.mtimeNs, ctimeNs: e.ctimeNs, ino: e.ino, size: 0 };
 }
 
+/** Whether a parent-snapshot node has the metadata the walk sees now (its name matched already). */
+function sameMeta(prev: TreeNode, e: DirEntry): boolean {
+  return prev.mode === e.mode && prev.mtimeNs === e.mtimeNs && prev.ctimeNs === e.ctimeNs && prev.ino === e.ino;
+}
+
 function nameKey(name: Uint8Array): string {
   return Buffer.from(name.buffer, name.byteOffset, name.byteLength).toString('latin1');
 }
@@ -176,10 +181,10 @@ export class SourceWalk {
         }
         const prev = prevs[i];
         if (e.kind === 'l') {
-          slots[i] = { ...baseNode(e, 'l'), link: e.link! };
+          slots[i] = prev?.type === 'l' && sameMeta(prev, e) && bytesEqual(prev.link!, e.link!) ? prev : { ...baseNode(e, 'l'), link: e.link! };
         } else if (e.kind === 'f') {
           if (this.unchanged(prev, e)) {
-            slots[i] = { ...baseNode(e, 'f'), size: prev.size, sha256: prev.sha256, chunks: prev.chunks };
+            slots[i] = prev.mode === e.mode ? prev : { ...baseNode(e, 'f'), size: prev.size, sha256: prev.sha256, chunks: prev.chunks };
             this.ctx.progress.add(1, prev.size);
             continue;
           }
@@ -201,7 +206,9 @@ export class SourceWalk {
             continue;
           }
           const done = await this.dir(sub, path, earlier);
-          waits.push(observed(done().then((subtree) => (slots[i] = { ...baseNode(e, 'd'), subtree }))));
+          waits.push(
+            observed(done().then((subtree) => (slots[i] = prev?.type === 'd' && sameMeta(prev, e) && bytesEqual(prev.subtree!, subtree) ? prev : { ...baseNode(e, 'd'), subtree }))),
+          );
         } else {
           warnings.add(childPath(rel, e.name), `${describeKind(e.kind)}: not backed up`);
         }
@@ -224,6 +231,9 @@ export class SourceWalk {
         this.sizeBytes += n.size;
       }
       if (this.ctx.emit) await this.ctx.emit(nodes.map((n) => toEntryRecord(childPath(rel, n.name), n)));
+      // Every entry is its parent-snapshot node itself: the tree is the parent's, without encoding it.
+      const same = parent?.id && nodes.length === parent.nodes.length && nodes.every((n, k) => n === parent.nodes[k]);
+      if (same && this.ctx.writer.usable(parent.id!, 'tree', true)) return parent.id!;
       const plain = encodeTree(nodes);
       if (parent?.id && parent.plain && bytesEqual(plain, parent.plain) && this.ctx.writer.usable(parent.id, 'tree', true)) return parent.id;
       return (await this.ctx.writer.storeTree(plain))();
