@@ -8,16 +8,10 @@
  * operation's result as JSON.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { enableCompileCache, getCompileCacheDir } from 'node:module';
 import type { Compression } from '../server/engine/index.ts';
 import type { Backend } from '../server/engine/storage/backend.ts';
 
-// A command starts often: its modules (and its worker threads' modules, through the environment
-// they inherit) come compiled from Node's cache instead of being type-stripped and compiled each
-// time, which saves a few hundred ms of CPU and ~30 MB of memory per thread.
-enableCompileCache();
-const cacheDir = getCompileCacheDir();
-if (cacheDir) process.env.NODE_COMPILE_CACHE = cacheDir;
+(await import('../server/compile-cache.ts')).useCompileCache(); // as server/main.ts does, also when run by hand
 const { Repository, backup, masterKeyFromBytes, masterKeyToBytes, newMasterKey, restore } = await import('../server/engine/index.ts');
 const { LocalBackend } = await import('../server/engine/storage/local.ts');
 
