@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import type { RateLimitStore } from '../server/ratelimit/store.ts';
 import { createCa, issueCertificate } from '../scripts/dev-cert/pki.ts';
 import { freePort } from '../server/testing/services/ports.ts';
+import { NODE_FLAGS } from './tools.ts';
 import { autocannon, cpuMicros, machine, median, writeSection, type LoadResult as Result } from './common.ts';
 
 
@@ -59,7 +60,7 @@ async function serve(): Promise<void> {
 }
 
 function start(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  return spawn(process.execPath, [...NODE_FLAGS, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 /** GET over TLS, trusting `ca` (fetch cannot be given a CA). */

@@ -24,6 +24,7 @@ import { freePort } from '../server/testing/services/ports.ts';
 import { startPostgres, type PostgresServer } from '../server/testing/services/postgres.ts';
 import { startRedis, type RedisServer } from '../server/testing/services/redis.ts';
 import { autocannon, machine, median, percentile, writeSection, type LoadResult } from './common.ts';
+import { NODE_FLAGS } from './tools.ts';
 
 
 const ROOT = join(import.meta.dirname, '..');
@@ -62,7 +63,7 @@ interface Instance {
 
 async function startInstance(env: Record<string, string>, raised = false): Promise<Instance> {
   const port = await freePort();
-  const child = spawn(process.execPath, [join(ROOT, 'bench', 'instances.ts'), raised ? '--serve-raised' : '--serve'], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, join(ROOT, 'bench', 'instances.ts'), raised ? '--serve-raised' : '--serve'], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

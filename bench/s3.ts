@@ -45,8 +45,8 @@ function labels(sets: DataSet[]): [string, string][] {
     rows.push(
       [`backup_${d}`, `backup (${d}), s`],
       [`restore_${d}`, `restore (${d}), s`],
-      [`backup_requests_${d}`, `requests, backup (${d})`],
-      [`restore_requests_${d}`, `requests, restore (${d})`],
+      [`backup_requests_${d}`, `S3 calls, backup (${d})`],
+      [`restore_requests_${d}`, `S3 calls, restore (${d})`],
       [`uploaded_mb_${d}`, `bytes uploaded (${d}), MB`],
       [`downloaded_mb_${d}`, `bytes downloaded by restore (${d}), MB`],
       [`cpu_backup_${d}`, `CPU time of backup (${d}), s`],

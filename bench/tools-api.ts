@@ -18,6 +18,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../server/testing/services/ports.ts';
 import { cpuMicros, machine, median, percentile, writeSection } from './common.ts';
+import { NODE_FLAGS } from './tools.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const SCRATCH = join(ROOT, '.bench', 'tools-api');
@@ -104,7 +105,7 @@ async function main(): Promise<void> {
   const target = await site();
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
-  const child: ChildProcess = spawn(process.execPath, [join(ROOT, 'server', 'main.ts')], {
+  const child: ChildProcess = spawn(process.execPath, [...NODE_FLAGS, join(ROOT, 'server', 'main.ts')], {
     env: {
       ...process.env,
       HOST: '127.0.0.1',
