@@ -35,11 +35,11 @@ export function encodeBlob(key: BlobKeys, plain: Uint8Array, comp: CompressionCo
 
 /** Decrypts, decompresses and checks the keyed hash; throws CORRUPT_DATA on any mismatch. */
 export function decodeBlob(key: BlobKeys, ref: BlobRef, stored: Uint8Array): Uint8Array {
-  const hex = toHex(ref.id);
   let packed: Uint8Array;
   try {
     packed = ref.encrypted ? open(key.encryption, stored, ref.id) : stored;
   } catch {
+    const hex = toHex(ref.id);
     throw new EngineError('CORRUPT_DATA', `blob ${hex} does not authenticate`, { chunk: hex });
   }
   let plain: Uint8Array;
@@ -47,9 +47,11 @@ export function decodeBlob(key: BlobKeys, ref: BlobRef, stored: Uint8Array): Uin
     plain = decompress(packed, ref.comp, ref.rawLength);
     if (plain !== packed && packed !== stored) releasePrivate(packed); // the decipher's output, now decompressed
   } catch {
+    const hex = toHex(ref.id);
     throw new EngineError('CORRUPT_DATA', `blob ${hex} does not decompress`, { chunk: hex });
   }
   if (plain.length !== ref.rawLength || !bytesEqual(chunkId(key.chunkId, plain), ref.id)) {
+    const hex = toHex(ref.id);
     throw new EngineError('CORRUPT_DATA', `blob ${hex} does not match its hash`, { chunk: hex });
   }
   return plain;

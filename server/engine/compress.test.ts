@@ -36,6 +36,33 @@ describe('compress', () => {
   });
 });
 
+describe('decompress', () => {
+  it('decodes frame after frame with one context, and a frame cut short, damaged, doubled or of another length throws without spoiling the next', () => {
+    const a = text(5000, 3);
+    const b = text(70_000, 5);
+    const fa = compress(a.slice(), 1).data;
+    const fb = compress(b.slice(), 1).data;
+    const damaged = new Uint8Array(fa);
+    damaged[10]! ^= 0xff;
+    const bad: [Uint8Array, number][] = [
+      [fa.subarray(0, fa.length - 5), a.length],
+      [fa.subarray(0, fa.length >> 1), a.length],
+      [damaged, a.length],
+      [new Uint8Array(Buffer.concat([fa, fb])), a.length],
+      [fa, a.length - 1],
+      [fa, a.length + 1],
+    ];
+    for (const [frame, rawLength] of bad) {
+      expect(() => decompress(frame, 1, rawLength)).toThrow();
+      expect(Buffer.from(decompress(fb, 1, b.length)).equals(b)).toBe(true);
+      expect(Buffer.from(decompress(fa, 1, a.length)).equals(a)).toBe(true);
+    }
+    // Its own buffer, whole: it can be transferred to another thread.
+    const out = decompress(fa, 1, a.length);
+    expect(out.byteOffset === 0 && out.buffer.byteLength === a.length).toBe(true);
+  });
+});
+
 describe('seal', () => {
   it('gives every sealed object a nonce of its own, across refills of the nonce batch', () => {
     const key = randomBytes(32);

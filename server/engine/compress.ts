@@ -1,4 +1,4 @@
-import { ZstdCompress, constants, gunzipSync, gzipSync, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
+import { ZstdCompress, ZstdDecompress, constants, gunzipSync, gzipSync, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
 import { releasePrivate } from './release.ts';
 import type { Compression, CompressionCode } from './types.ts';
 
@@ -89,7 +89,37 @@ export function decompress(data: Uint8Array, code: CompressionCode, rawLength: n
   if (code === 0) return data;
   const maxOutputLength = Math.max(rawLength, 1);
   const chunkSize = Math.max(rawLength, 4096);
-  return trim(code === 1 ? zstdDecompressSync(data, { maxOutputLength, chunkSize }) : gunzipSync(data, { maxOutputLength, chunkSize }));
+  if (code === 1) return zstdDecompressReused(data, rawLength) ?? trim(zstdDecompressSync(data, { maxOutputLength, chunkSize }));
+  return trim(gunzipSync(data, { maxOutputLength, chunkSize }));
+}
+
+let decompressor: { stream: ZstdDecompress; handle: ZstdContext['handle'] & { reset(): void }; state: Uint32Array } | null | undefined;
+
+/**
+ * One zstd frame decoded with a native context kept per thread and reset before each blob, for
+ * the same reason as zstdReused: a new context and stream object per blob cost more than
+ * decoding a small one. The output is a buffer of its own (transferable). A frame that fails, is
+ * cut short, or does not give exactly `rawLength` bytes throws; the context is dropped when
+ * zstd failed (zlib then closes it). Null when the context cannot be had.
+ */
+function zstdDecompressReused(data: Uint8Array, rawLength: number): Uint8Array | null {
+  if (decompressor === undefined || decompressor?.stream.destroyed) {
+    const stream = new ZstdDecompress();
+    stream.on('error', () => {}); // reported through `destroyed` below
+    const inner = stream as unknown as { _handle?: Partial<NonNullable<typeof decompressor>['handle']>; _writeState?: unknown };
+    const usable = typeof inner._handle?.writeSync === 'function' && typeof inner._handle.reset === 'function' && inner._writeState instanceof Uint32Array;
+    decompressor = usable ? { stream, handle: inner._handle as NonNullable<typeof decompressor>['handle'], state: inner._writeState as Uint32Array } : null;
+    if (!decompressor) stream.close();
+  }
+  if (!decompressor) return null;
+  const { stream, handle, state } = decompressor;
+  handle.reset();
+  // One byte of room beyond the expected length: output that fills it is longer than the blob says.
+  const out = new Uint8Array(rawLength + 1);
+  handle.writeSync(constants.ZSTD_e_end, data, 0, data.length, out, 0, out.length);
+  const [outFree, inLeft] = state as unknown as [number, number];
+  if (stream.destroyed || inLeft !== 0 || out.length - outFree !== rawLength) throw new Error('zstd frame does not decode to the blob');
+  return new Uint8Array(out.buffer.transfer(rawLength));
 }
 
 /** A zlib output (a view at the start of its private chunk-size buffer) becomes a buffer of its own, transferable. */
