@@ -17,9 +17,9 @@ afterEach(async () => {
   await cleanup();
 });
 
-/** Runs a backup in a child process and SIGKILLs it once it has read `killAfter` bytes. */
+/** Runs a backup in a child process and SIGKILLs it once it has read `killAfter` bytes (stopped dead there, so the kill cannot land after the end). */
 async function backupAndKill(repoDir: string, keyHex: string, source: string, killAfter: number): Promise<{ killed: boolean; bytesDone: number }> {
-  const run = await runAndKill(repoDir, keyHex, ['backup', source], (msg) => (msg.progress?.bytesDone ?? 0) >= killAfter);
+  const run = await runAndKill(repoDir, keyHex, ['backup', source], (msg) => (msg.progress?.bytesDone ?? 0) >= killAfter, `bytes:${killAfter}`);
   return { killed: run.killed, bytesDone: run.last?.progress?.bytesDone ?? 0 };
 }
 

@@ -43,7 +43,7 @@ it('after a backup killed mid-way, prune removes exactly the packs it left and t
   const live = await packs(repoDir);
   await mkdir(join(src, 'bulk'));
   for (let i = 0; i < 12; i++) await writeRandomFile(join(src, 'bulk', `f${i}.bin`), 10 * MiB);
-  const run = await runAndKill(repoDir, keyHex, ['backup', src], (msg) => (msg.progress?.bytesDone ?? 0) >= 110 * MiB);
+  const run = await runAndKill(repoDir, keyHex, ['backup', src], (msg) => (msg.progress?.bytesDone ?? 0) >= 110 * MiB, `bytes:${110 * MiB}`);
   expect(run.killed).toBe(true);
   expect((await packs(repoDir)).length).toBeGreaterThan(live.length + 1);
   // A save cut short leaves a temp file beside its target.
