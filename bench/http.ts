@@ -126,7 +126,7 @@ async function main(): Promise<void> {
     BACKUP_BOOTSTRAP_PLAN: 'business',
     LOG_LEVEL: 'info',
   };
-  const ports = { on: await freePort(), metricsOff: await freePort(), off: await freePort(), bare: await freePort(), tls: await freePort() };
+  const ports = { setup: await freePort(), on: await freePort(), metricsOff: await freePort(), off: await freePort(), bare: await freePort(), tls: await freePort() };
   // Every server but the metrics-off one serves /metrics, each on its own port.
   const metricsPort = async (): Promise<string> => String(await freePort());
   const onMetrics = await metricsPort();
@@ -137,12 +137,13 @@ async function main(): Promise<void> {
   const self = join(ROOT, 'bench', 'http.ts');
   const children: ChildProcess[] = [];
   try {
-    // The validating server makes the completed job; the others start afterwards on copies of its
-    // data (one server per data directory; the master key file is shared), so all answer the same
-    // job with the same token.
-    children.push(start([self, '--serve'], { ...env, PORT: String(ports.on), VALIDATE_RESPONSES: 'true', METRICS_PORT: onMetrics }));
-    await waitReady(`http://127.0.0.1:${ports.on}/api/v1/status`);
-    const api = `http://127.0.0.1:${ports.on}/api/v1`;
+    // A setup server makes the completed job and stops; the measured servers then start afresh on
+    // copies of its data (one server per data directory; the master key file is shared), so all
+    // answer the same job with the same token, and none carries the heap and threads of a backup.
+    const setup = start([self, '--serve'], { ...env, PORT: String(ports.setup), VALIDATE_RESPONSES: 'true', METRICS_PORT: '0' });
+    children.push(setup);
+    await waitReady(`http://127.0.0.1:${ports.setup}/api/v1/status`);
+    const api = `http://127.0.0.1:${ports.setup}/api/v1`;
     const token = await json(`${api}/auth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -157,17 +158,20 @@ async function main(): Promise<void> {
     const id = created.body.data.id as string;
     const job = await json(`${api}/backup/${id}`, { headers: auth });
     if (job.body.data.status !== 'completed') throw new Error(`backup ${id} is ${job.body.data.status}, not completed`);
-    const ipInfo = await json(`http://127.0.0.1:${ports.on}/api/tools/ip-info`);
+    const ipInfo = await json(`http://127.0.0.1:${ports.setup}/api/tools/ip-info`);
     writeFileSync(join(SCRATCH, 'bodies.json'), JSON.stringify({ backup: job.body, ipInfo: ipInfo.body }));
+    await stop(children.pop()!);
 
     const copy = (name: string): string => {
       cpSync(env.DATA_DIR, join(SCRATCH, name), { recursive: true });
       return join(SCRATCH, name);
     };
+    children.push(start([self, '--serve'], { ...env, DATA_DIR: copy('data-on'), PORT: String(ports.on), VALIDATE_RESPONSES: 'true', METRICS_PORT: onMetrics }));
     children.push(start([self, '--serve'], { ...env, DATA_DIR: copy('data-metrics-off'), PORT: String(ports.metricsOff), VALIDATE_RESPONSES: 'true', METRICS_PORT: '0' }));
     children.push(start([self, '--serve'], { ...env, DATA_DIR: copy('data-off'), PORT: String(ports.off), VALIDATE_RESPONSES: 'false', METRICS_PORT: await metricsPort() }));
     children.push(start([join(ROOT, 'bench', 'http-bare.ts')], { PORT: String(ports.bare), BARE_BODIES: join(SCRATCH, 'bodies.json') }));
     children.push(start([self, '--serve'], { ...env, DATA_DIR: copy('data-tls'), PORT: String(ports.tls), VALIDATE_RESPONSES: 'true', TLS_CERT_FILE: cert.cert, TLS_KEY_FILE: cert.key, METRICS_PORT: await metricsPort() }));
+    await waitReady(`http://127.0.0.1:${ports.on}/api/v1/status`);
     await waitReady(`http://127.0.0.1:${ports.metricsOff}/api/v1/status`);
     await waitReady(`http://127.0.0.1:${ports.off}/api/v1/status`);
     await waitReady(`http://127.0.0.1:${ports.bare}/api/tools/ip-info`);
