@@ -49,9 +49,10 @@ it('after a backup killed mid-way, prune removes exactly the packs it left and t
   // A save cut short leaves a temp file beside its target.
   await writeFile(join(repoDir, 'data', live[0]!.split('/')[0]!, `.${'0'.repeat(64)}.tmp-abcdef`), 'partial');
 
+  const left = await Promise.all((await packs(repoDir)).map(async (p) => `${p.slice(-64, -56)} ${live.includes(p) ? 'live' : 'left'} ${(await stat(join(repoDir, 'data', p))).mtimeMs}`));
   const after = await reopen();
   const result = await prune(after);
-  expect(result.packsDeleted + result.unindexedPacks).toBeGreaterThan(1);
+  expect(result.packsDeleted + result.unindexedPacks, JSON.stringify({ result, left, indexes: await readdir(join(repoDir, 'index')).catch(() => []) })).toBeGreaterThan(1);
   expect(result.packsRepacked).toBe(0);
   expect(await packs(repoDir)).toEqual(live);
   expect((await readdir(join(repoDir, 'data'), { recursive: true })).filter((n) => n.includes('.tmp-'))).toEqual([]);
