@@ -7,8 +7,10 @@
  * Prints the result as JSON.
  */
 import { readFileSync } from 'node:fs';
-import { Repository, check, forget, masterKeyFromBytes, prune } from '../server/engine/index.ts';
-import { LocalBackend } from '../server/engine/storage/local.ts';
+
+(await import('../server/compile-cache.ts')).useCompileCache(); // as server/main.ts does, also when run by hand
+const { Repository, check, forget, masterKeyFromBytes, prune } = await import('../server/engine/index.ts');
+const { LocalBackend } = await import('../server/engine/storage/local.ts');
 
 const [op, repoDir, arg] = process.argv.slice(2);
 if (!op || !repoDir) {

@@ -15,7 +15,7 @@ import { mkdir, open, readdir, rm, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { NODE_FLAGS, OURS_ENV, borg, dirBytes, ensureInstalled, have, measure, median, ours, restic, version } from './tools.ts';
+import { NODE_FLAGS, borg, dirBytes, ensureInstalled, have, measure, median, ours, restic, version } from './tools.ts';
 import type { Measure, Tool } from './tools.ts';
 
 const root = resolve(import.meta.dirname, '..');
@@ -68,7 +68,7 @@ interface Result {
 }
 
 const pruneOps: Record<string, (repo: string, home: string) => Promise<Measure>> = {
-  ours: (repo, home) => measure(process.execPath, [...NODE_FLAGS, join(root, 'bench', 'lifecycle-cli.ts'), 'forget-prune', repo, String(KEEP)], { env: OURS_ENV, scratch: home }),
+  ours: (repo, home) => measure(process.execPath, [...NODE_FLAGS, join(root, 'bench', 'lifecycle-cli.ts'), 'forget-prune', repo, String(KEEP)], { scratch: home }),
   restic: (repo, home) => measure('restic', ['-r', repo, 'forget', '--keep-last', String(KEEP), '--prune'], { env: resticEnv(home), scratch: home }),
   borg: async (repo, home) => {
     const a = await measure('borg', ['prune', '--keep-last', String(KEEP), repo], { env: borgEnv(home), scratch: home });
@@ -77,7 +77,7 @@ const pruneOps: Record<string, (repo: string, home: string) => Promise<Measure>>
   },
 };
 const checkOps: Record<string, (repo: string, home: string) => Promise<Measure>> = {
-  ours: (repo, home) => measure(process.execPath, [...NODE_FLAGS, join(root, 'bench', 'lifecycle-cli.ts'), 'check', repo], { env: OURS_ENV, scratch: home }),
+  ours: (repo, home) => measure(process.execPath, [...NODE_FLAGS, join(root, 'bench', 'lifecycle-cli.ts'), 'check', repo], { scratch: home }),
   restic: (repo, home) => measure('restic', ['-r', repo, 'check', '--read-data'], { env: resticEnv(home), scratch: home }),
   borg: (repo, home) => measure('borg', ['check', '--verify-data', repo], { env: borgEnv(home), scratch: home }),
 };

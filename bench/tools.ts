@@ -3,7 +3,6 @@ import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { COMPILE_CACHE_DIR } from '../server/compile-cache.ts';
 
 /** One measured child process: wall time (measured here) and peak RSS (GNU time's %M). */
 export interface Measure {
@@ -55,8 +54,6 @@ export interface Tool {
 
 const PASSWORD = 'bench-password-not-secret';
 
-/** Our commands run with the compile cache on, as `npm start` runs the service (server/compile-cache.ts). */
-export const OURS_ENV = { NODE_COMPILE_CACHE: COMPILE_CACHE_DIR };
 
 /**
  * The V8 flags `npm start` gives the server (its script in package.json): every process of ours a
@@ -76,11 +73,11 @@ export function ours(root: string): Tool {
       // The repository is created on first open, inside the first backup's time.
     },
     async backup(repo, source, home) {
-      const m = await measure(process.execPath, [...NODE_FLAGS, cli, 'backup', repo, source], { env: OURS_ENV, scratch: home });
+      const m = await measure(process.execPath, [...NODE_FLAGS, cli, 'backup', repo, source], { scratch: home });
       return { ...m, snapshot: (JSON.parse(m.stdout) as { snapshotId: string }).snapshotId };
     },
     restore(repo, snapshot, target, home) {
-      return measure(process.execPath, [...NODE_FLAGS, cli, 'restore', repo, snapshot, target], { env: OURS_ENV, scratch: home });
+      return measure(process.execPath, [...NODE_FLAGS, cli, 'restore', repo, snapshot, target], { scratch: home });
     },
   };
 }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
  * (whoever can write there can change the code anyway, which a cache in a shared /tmp would not
  * guarantee). Entries are keyed by the source's content, so an edited module is compiled afresh.
  */
-export const COMPILE_CACHE_DIR = join(import.meta.dirname, '..', 'node_modules', '.cache', 'node-compile');
+const COMPILE_CACHE_DIR = join(import.meta.dirname, '..', 'node_modules', '.cache', 'node-compile');
 
 /** Modules loaded by this thread after the call come from the cache (a cache that cannot be written is ignored). */
 export function useCompileCache(): void {
