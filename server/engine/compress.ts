@@ -25,11 +25,26 @@ export function compress(data: Uint8Array, code: CompressionCode, level?: number
 }
 
 /** What zlib's own synchronous path drives: the stream's native handle and the two counters it writes back. */
-interface ZstdContext {
-  stream: ZstdCompress;
-  handle: { writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Uint8Array, outOff: number, outLen: number): void };
+interface ZstdContext<S extends ZstdCompress | ZstdDecompress = ZstdCompress> {
+  stream: S;
+  handle: { writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Uint8Array, outOff: number, outLen: number): void; reset(): void };
   /** [bytes of output left free, bytes of input left unread] after a write. */
   state: Uint32Array;
+}
+
+/**
+ * The native context inside a zstd stream, driven directly (as zlib's sync path does) so it can
+ * be kept and reused. `onError` runs when zstd fails (zlib then closes the context). Null, the
+ * stream closed, when this Node's zlib does not have the parts.
+ */
+function nativeContext<S extends ZstdCompress | ZstdDecompress>(stream: S, onError: () => void): ZstdContext<S> | null {
+  stream.on('error', onError);
+  const inner = stream as unknown as { _handle?: Partial<ZstdContext['handle']>; _writeState?: unknown };
+  if (typeof inner._handle?.writeSync === 'function' && typeof inner._handle.reset === 'function' && inner._writeState instanceof Uint32Array) {
+    return { stream, handle: inner._handle as ZstdContext['handle'], state: inner._writeState };
+  }
+  stream.close();
+  return null;
 }
 
 const contexts = new Map<number, ZstdContext | null>();
@@ -37,12 +52,7 @@ const contexts = new Map<number, ZstdContext | null>();
 function zstdContext(level: number): ZstdContext | null {
   let context = contexts.get(level);
   if (context === undefined) {
-    const stream = new ZstdCompress({ params: { [constants.ZSTD_c_compressionLevel]: level } });
-    stream.on('error', () => contexts.delete(level));
-    const inner = stream as unknown as { _handle?: Partial<ZstdContext['handle']>; _writeState?: unknown };
-    const usable = typeof inner._handle?.writeSync === 'function' && inner._writeState instanceof Uint32Array;
-    context = usable ? { stream, handle: inner._handle as ZstdContext['handle'], state: inner._writeState as Uint32Array } : null;
-    if (!context) stream.close();
+    context = nativeContext(new ZstdCompress({ params: { [constants.ZSTD_c_compressionLevel]: level } }), () => contexts.delete(level));
     contexts.set(level, context);
   }
   return context;
@@ -93,7 +103,7 @@ export function decompress(data: Uint8Array, code: CompressionCode, rawLength: n
   return trim(gunzipSync(data, { maxOutputLength, chunkSize }));
 }
 
-let decompressor: { stream: ZstdDecompress; handle: ZstdContext['handle'] & { reset(): void }; state: Uint32Array } | null | undefined;
+let decompressor: ZstdContext<ZstdDecompress> | null | undefined;
 
 /**
  * One zstd frame decoded with a native context kept per thread and reset before each blob, for
@@ -104,12 +114,7 @@ let decompressor: { stream: ZstdDecompress; handle: ZstdContext['handle'] & { re
  */
 function zstdDecompressReused(data: Uint8Array, rawLength: number): Uint8Array | null {
   if (decompressor === undefined || decompressor?.stream.destroyed) {
-    const stream = new ZstdDecompress();
-    stream.on('error', () => {}); // reported through `destroyed` below
-    const inner = stream as unknown as { _handle?: Partial<NonNullable<typeof decompressor>['handle']>; _writeState?: unknown };
-    const usable = typeof inner._handle?.writeSync === 'function' && typeof inner._handle.reset === 'function' && inner._writeState instanceof Uint32Array;
-    decompressor = usable ? { stream, handle: inner._handle as NonNullable<typeof decompressor>['handle'], state: inner._writeState as Uint32Array } : null;
-    if (!decompressor) stream.close();
+    decompressor = nativeContext(new ZstdDecompress(), () => {}); // a failure shows as `destroyed` below
   }
   if (!decompressor) return null;
   const { stream, handle, state } = decompressor;
