@@ -34,9 +34,11 @@ it('survives SIGKILL mid-backup: the repository verifies, older snapshots restor
   const firstTree = await describeTree(src);
 
   await mkdir(join(src, 'bulk'));
-  const bulkBytes = 24 * 12 * MiB;
-  for (let i = 0; i < 24; i++) await writeRandomFile(join(src, 'bulk', `f${String(i).padStart(2, '0')}.bin`), 12 * MiB);
+  const bulkBytes = 30 * 12 * MiB;
+  for (let i = 0; i < 30; i++) await writeRandomFile(join(src, 'bulk', `f${String(i).padStart(2, '0')}.bin`), 12 * MiB);
 
+  // Well before the end: progress is reported every 100 ms, and the report after the snapshot
+  // is saved must not be the first one past the mark.
   const run = await backupAndKill(repoDir, keyHex, src, 224 * MiB);
   expect(run.killed).toBe(true);
   expect(run.bytesDone).toBeLessThan(bulkBytes);
@@ -56,7 +58,7 @@ it('survives SIGKILL mid-backup: the repository verifies, older snapshots restor
 
   const next = await backup(after, { source: src, compression: 'zstd', encryption: true, deduplication: true });
   expect(next.warnings.count).toBe(0);
-  expect(next.files).toBe(27);
+  expect(next.files).toBe(33);
   // The base files come from the first snapshot, and the packs the killed backup had indexed are reused.
   expect(next.storedBytes).toBeLessThan(bulkBytes - indexedByKilled * 256 * 1024);
   expect((await verify(after, next.snapshotId)).errors).toEqual([]);

@@ -42,7 +42,9 @@ it('after a backup killed mid-way, prune removes exactly the packs it left and t
   const tree = await describeTree(src);
   const live = await packs(repoDir);
   await mkdir(join(src, 'bulk'));
-  for (let i = 0; i < 12; i++) await writeRandomFile(join(src, 'bulk', `f${i}.bin`), 10 * MiB);
+  for (let i = 0; i < 20; i++) await writeRandomFile(join(src, 'bulk', `f${i}.bin`), 10 * MiB);
+  // At 110 of the 200 MiB: progress is reported every 100 ms, and the report after the
+  // snapshot is saved must not be the first one past the mark.
   const run = await runAndKill(repoDir, keyHex, ['backup', src], (msg) => (msg.progress?.bytesDone ?? 0) >= 110 * MiB, `bytes:${110 * MiB}`);
   expect(run.killed).toBe(true);
   expect((await packs(repoDir)).length).toBeGreaterThan(live.length + 1);
@@ -51,6 +53,7 @@ it('after a backup killed mid-way, prune removes exactly the packs it left and t
 
   const left = await Promise.all((await packs(repoDir)).map(async (p) => `${p.slice(-64, -56)} ${live.includes(p) ? 'live' : 'left'} ${(await stat(join(repoDir, 'data', p))).mtimeMs}`));
   const after = await reopen();
+  expect((await after.snapshots()).map((s) => s.id)).toEqual([first.snapshotId]);
   const result = await prune(after);
   expect(result.packsDeleted + result.unindexedPacks, JSON.stringify({ result, left, indexes: await readdir(join(repoDir, 'index')).catch(() => []) })).toBeGreaterThan(1);
   expect(result.packsRepacked).toBe(0);
