@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdirSync, openSync, readFileSync, readSync, readdirSync, statSync, writeSync, closeSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, openSync, readFileSync, readSync, readdirSync, renameSync, rmSync, statSync, writeSync, closeSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../testing/harness.ts';
@@ -160,6 +160,30 @@ describe('Repository lifecycle over real HTTP: delete, retention, prune, check, 
     expect((await h.request(`/api/v1/backup/${ids[0]}`, { token })).status).toBe(404);
     expect((await h.request(`/api/v1/backup/${ids[1]}`, { token })).status).toBe(404);
     expect((await h.request(`/api/v1/backup/${ids[2]}`, { token })).status).toBe(200);
+  });
+
+  it('a repository that cannot be used: usage and delete answer 422 DESTINATION_UNAVAILABLE, change nothing, and work once it is back', async () => {
+    const src = join(h.root, 'unusable');
+    mkdirSync(src);
+    writeFileSync(join(src, 'f.txt'), 'kept\n');
+    const kept = await backupOf(src);
+    // The repository's directory becomes a file: every path in it fails with ENOTDIR.
+    renameSync(repoDir, `${repoDir}.away`);
+    writeFileSync(repoDir, 'not a directory');
+    try {
+      const usage = await h.request('/api/v1/usage', { token });
+      expect(usage.status).toBe(422);
+      expect(usage.body.error).toMatchObject({ code: 'DESTINATION_UNAVAILABLE', details: { destination: 'cloud' } });
+      const refused = await h.request(`/api/v1/backup/${kept.id}`, { method: 'DELETE', token });
+      expect(refused.status).toBe(422);
+      expect(refused.body.error).toMatchObject({ code: 'DESTINATION_UNAVAILABLE', details: { destination: 'cloud' } });
+    } finally {
+      rmSync(repoDir);
+      renameSync(`${repoDir}.away`, repoDir);
+    }
+    expect((await h.request(`/api/v1/backup/${kept.id}`, { token })).body.data.status).toBe('completed');
+    expect((await h.request('/api/v1/usage', { token })).status).toBe(200);
+    expect((await h.request(`/api/v1/backup/${kept.id}`, { method: 'DELETE', token })).status).toBe(200);
   });
 
   it('refuses to delete an unfinished backup, a second maintenance job of a repository, and other accounts\' jobs', async () => {

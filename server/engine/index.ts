@@ -1,6 +1,6 @@
 /** The backup engine's public surface (documented in README.md). It knows nothing of HTTP. */
 export type { Compression, EntryRecord, Overwrite, Progress, Warning, Warnings } from './types.ts';
-export { EngineError } from './errors.ts';
+export { EngineError, fromStorage } from './errors.ts';
 export { Repository } from './repository.ts';
 export { newMasterKey, masterKeyFromBytes, masterKeyToBytes } from './crypto.ts';
 export type { MasterKey } from './crypto.ts';

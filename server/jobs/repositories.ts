@@ -1,5 +1,5 @@
 import type { Destinations } from '../destinations/registry.ts';
-import { Repository, masterKeyFromBytes } from '../engine/index.ts';
+import { Repository, fromStorage, masterKeyFromBytes } from '../engine/index.ts';
 import { ObjectNotFoundError } from '../engine/storage/errors.ts';
 import type { RepositoryKeys } from '../keys/repository-keys.ts';
 import { JobFailure } from './queue.ts';
@@ -31,7 +31,7 @@ export class RepositoryOpener {
     if (options.create === false) {
       const made = await backend.stat('config').then(() => true, (err: unknown) => {
         if (err instanceof ObjectNotFoundError) return false;
-        throw err;
+        throw fromStorage(err);
       });
       if (!made) return null;
     }

@@ -234,6 +234,8 @@ function translate(err: unknown, name: string): unknown {
     case 'EPERM':
     case 'EROFS':
     case 'EIO':
+    case 'ENOTDIR': // a directory of the repository replaced by a file
+    case 'ELOOP':
       return new StorageUnavailableError(`cannot use the repository directory: ${(err as Error).message}`, { cause: err });
     default:
       return err;
