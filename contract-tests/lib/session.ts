@@ -75,7 +75,7 @@ export class Session {
   }
 
   /** Polls a job until it leaves queued/running. */
-  async waitJob(kind: 'backup' | 'restore', id: string, timeoutMs = 60_000): Promise<Record<string, unknown>> {
+  async waitJob(kind: 'backup' | 'restore' | 'maintenance', id: string, timeoutMs = 60_000): Promise<Record<string, unknown>> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const res = await this.call('backup', 'GET', `/${kind}/${id}`, { expect: 200 });

@@ -3,6 +3,7 @@
  * temporary data directory, allowed root (with fixture files) and bootstrap key; the Prism mock;
  * and a loopback website for check-site to probe.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync, symlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -34,6 +35,8 @@ export interface ServerHandle {
   logFile: string;
   /** The CA that signed the server's certificate, when it serves HTTPS (TLS_CERT_FILE in its env). */
   caFile?: string;
+  /** A new API key of its own account, made as an operator makes one (`npm run keys -- create`). */
+  newKey(plan: 'free_trial' | 'pro' | 'business'): { apiKey: string; secret: string; accountId: string };
   stop(): Promise<void>;
 }
 
@@ -70,10 +73,7 @@ export async function startServer(name: string, extraEnv: Record<string, string>
   writeBigFixture(bigSource);
   const port = await freePort();
   const logFile = join(dir, 'server.log');
-  const proc: Proc = start(process.execPath, ['server/main.ts'], {
-    cwd: ROOT,
-    logFile,
-    env: {
+  const env = {
       PORT: String(port),
       HOST: '127.0.0.1',
       METRICS_PORT: String(await freePort()),
@@ -87,8 +87,13 @@ export async function startServer(name: string, extraEnv: Record<string, string>
       LOG_LEVEL: 'warn',
       NODE_ENV: 'test',
       ...extraEnv,
-    },
-  });
+  };
+  const proc: Proc = start(process.execPath, ['server/main.ts'], { cwd: ROOT, logFile, env });
+  const newKey = (plan: string): { apiKey: string; secret: string; accountId: string } => {
+    const out = execFileSync(process.execPath, ['server/keys-cli.ts', 'create', '--plan', plan], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8' });
+    const field = (name: string): string => new RegExp(`^${name}:\\s+(\\S+)`, 'm').exec(out)?.[1] ?? '';
+    return { apiKey: field('api_key'), secret: field('secret'), accountId: field('account') };
+  };
   const origin = `${extraEnv.TLS_CERT_FILE ? 'https' : 'http'}://127.0.0.1:${port}`;
   try {
     await waitForHttp(`${origin}/api/v1/status`, 20_000, proc);
@@ -96,7 +101,7 @@ export async function startServer(name: string, extraEnv: Record<string, string>
     await proc.stop();
     throw err;
   }
-  return { name, origin, backupBase: `${origin}/api/v1`, allowedRoot, source, bigSource, dataDir, logFile, ...(caFile ? { caFile } : {}), stop: () => proc.stop() };
+  return { name, origin, backupBase: `${origin}/api/v1`, allowedRoot, source, bigSource, dataDir, logFile, ...(caFile ? { caFile } : {}), newKey, stop: () => proc.stop() };
 }
 
 export interface MockHandle {

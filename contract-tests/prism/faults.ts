@@ -5,7 +5,7 @@
  * Retry-After); reads keep working (WAL readers are not blocked by a writer's lock).
  */
 import { DatabaseSync } from 'node:sqlite';
-import { existsSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Session } from '../lib/session.ts';
 import { MISSING_BACKUP } from './flows.ts';
@@ -38,4 +38,26 @@ export async function storeUnavailableFlows(s: Session, dataDir: string, source:
   // And writes work again once the lock is gone; the instance is ready again.
   await s.call('tools', 'GET', '/readyz', { expect: 200 });
   await s.call('tools', 'POST', '/api/newsletter/subscribe', { headers: { 'X-Forwarded-For': '198.51.100.251' }, body: { email: 'locked@example.com', source: 'faults' }, expect: 201 });
+}
+
+/**
+ * 422 DESTINATION_UNAVAILABLE: the directory of an account's repository is replaced by a file,
+ * so the repository cannot be read; usage and delete must say so and change nothing.
+ */
+export async function destinationUnavailableFlows(s: Session, repoDir: string, backupId: string): Promise<void> {
+  if (!existsSync(repoDir)) {
+    s.failures.push(`no repository at ${repoDir}: the fault flows need to know where it lives`);
+    return;
+  }
+  renameSync(repoDir, `${repoDir}.away`);
+  writeFileSync(repoDir, 'not a repository');
+  try {
+    await s.call('backup', 'GET', '/usage', { expect: 422 });
+    await s.call('backup', 'DELETE', `/backup/${backupId}`, { expect: 422 });
+  } finally {
+    rmSync(repoDir);
+    renameSync(`${repoDir}.away`, repoDir);
+  }
+  await s.call('backup', 'GET', `/backup/${backupId}`, { expect: 200 });
+  await s.call('backup', 'GET', '/usage', { expect: 200 });
 }

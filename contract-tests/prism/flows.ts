@@ -20,6 +20,7 @@ export interface FlowEnv {
 // Well-formed ids that were never issued.
 export const MISSING_BACKUP = 'bkp_01JZZZZZZZZZZZZZZZZZZZZZZZ';
 export const MISSING_RESTORE = 'rst_01JZZZZZZZZZZZZZZZZZZZZZZZ';
+export const MISSING_MAINTENANCE = 'mnt_01JZZZZZZZZZZZZZZZZZZZZZZZ';
 const HUGE = 'x'.repeat(70 * 1024);
 const TEXT = { 'Content-Type': 'text/plain' };
 
@@ -138,6 +139,53 @@ export async function backupFlows(s: Session, env: FlowEnv): Promise<{ backupId:
   return { backupId };
 }
 
+/** The repository lifecycle: delete, retention, prune, check, maintenance jobs and usage. */
+export async function lifecycleFlows(s: Session, env: FlowEnv): Promise<{ backupId: string }> {
+  await s.call('backup', 'GET', '/usage', { expect: 200 });
+  await s.call('backup', 'GET', '/usage?verbose=1', { expect: 400 });
+  await s.call('backup', 'GET', '/usage', { anonymous: true, expect: 401 });
+
+  // Delete: an unfinished backup is refused, a finished one is forgotten (once).
+  const doomed = await s.call('backup', 'POST', '/backup', { headers: { Prefer: 'wait=25' }, body: { source: join(env.source, 'docs') }, expect: 202 });
+  const doomedId = id(doomed);
+  await s.waitJob('backup', doomedId);
+  // A prune of this repository waits for the running backup's lock, so it can be cancelled meanwhile.
+  const running = await s.call('backup', 'POST', '/backup', { body: { source: env.bigSource }, expect: 202 });
+  const runningId = id(running);
+  await s.call('backup', 'DELETE', `/backup/${runningId}`, { expect: 409 });
+  const waiting = await s.call('backup', 'POST', '/prune', { body: { destination: 'cloud' }, expect: 202 });
+  const waitingId = id(waiting);
+  await s.call('backup', 'GET', `/maintenance/${waitingId}`, { expect: 200 });
+  await s.call('backup', 'POST', `/maintenance/${waitingId}/cancel`, { expect: 202 });
+  await s.waitJob('maintenance', waitingId);
+  await s.call('backup', 'POST', `/maintenance/${waitingId}/cancel`, { expect: 409 });
+  await s.waitJob('backup', runningId);
+  await s.call('backup', 'DELETE', `/backup/${doomedId}`, { expect: 200 });
+  await s.call('backup', 'DELETE', `/backup/${doomedId}`, { expect: 404 });
+  await s.call('backup', 'DELETE', '/backup/bkp_malformed', { expect: 400 });
+  await s.call('backup', 'DELETE', `/backup/${runningId}`, { anonymous: true, expect: 401 });
+
+  // Retention: a preview, then errors.
+  await s.call('backup', 'POST', '/retention', { body: { source: env.source, keep_last: 1, dry_run: true }, expect: 200 });
+  await s.call('backup', 'POST', '/retention', { body: { keep_last: -1 }, expect: 400 });
+  await s.call('backup', 'POST', '/retention', { body: { keep_last: 1, destination: 'nowhere' }, expect: 422 });
+  await s.call('backup', 'POST', '/retention', { headers: TEXT, body: JSON.stringify({ keep_last: 1 }), expect: 415 });
+  await s.call('backup', 'POST', '/retention', { body: { keep_last: 1, padding: HUGE }, expect: 413 });
+
+  // Prune and check, each to its end; then errors.
+  const prune = await s.call('backup', 'POST', '/prune', { headers: { Prefer: 'wait=25' }, body: { destination: 'cloud', dry_run: true }, expect: 202 });
+  await s.waitJob('maintenance', id(prune));
+  const check = await s.call('backup', 'POST', '/check', { headers: { Prefer: 'wait=25' }, body: { destination: 'cloud', read_data_subset: '10%' }, expect: 202 });
+  await s.waitJob('maintenance', id(check));
+  await s.call('backup', 'POST', '/prune', { body: { destination: 'nowhere' }, expect: 422 });
+  await s.call('backup', 'POST', '/check', { body: { read_data_subset: 'most' }, expect: 400 });
+  await s.call('backup', 'POST', '/check', { headers: TEXT, body: '{}', expect: 415 });
+  await s.call('backup', 'GET', `/maintenance/${MISSING_MAINTENANCE}`, { expect: 404 });
+  await s.call('backup', 'GET', '/maintenance/mnt_malformed', { expect: 400 });
+  await s.call('backup', 'POST', `/maintenance/${MISSING_MAINTENANCE}/cancel`, { expect: 404 });
+  return { backupId: runningId };
+}
+
 export async function toolsFlows(s: Session, env: FlowEnv): Promise<void> {
   await s.call('tools', 'GET', '/api/tools/ip-info', { headers: from(), expect: 200 });
   await s.call('tools', 'GET', '/api/tools/ip-info?detail=1', { headers: from(), expect: 400 });
@@ -202,4 +250,11 @@ export async function limitFlows(s: Session, env: FlowEnv): Promise<void> {
   await s.call('backup', 'GET', `/restore/${MISSING_RESTORE}`, { expect: 429 });
   await s.call('backup', 'POST', '/backup', { body: { source: env.source }, expect: 429 });
   await s.call('backup', 'POST', '/restore', { body: { backup_id: MISSING_BACKUP, target_path: join(env.allowedRoot, 'x') }, expect: 429 });
+  await s.call('backup', 'DELETE', `/backup/${MISSING_BACKUP}`, { expect: 429 });
+  await s.call('backup', 'POST', '/retention', { body: { keep_last: 1, dry_run: true }, expect: 429 });
+  await s.call('backup', 'POST', '/prune', { body: { dry_run: true }, expect: 429 });
+  await s.call('backup', 'POST', '/check', { body: {}, expect: 429 });
+  await s.call('backup', 'GET', `/maintenance/${MISSING_MAINTENANCE}`, { expect: 429 });
+  await s.call('backup', 'POST', `/maintenance/${MISSING_MAINTENANCE}/cancel`, { expect: 429 });
+  await s.call('backup', 'GET', '/usage', { expect: 429 });
 }

@@ -15,8 +15,8 @@ import type { CheckResult, Context } from '../lib/check.ts';
 import { freePort, start, waitForHttp, type Proc } from '../lib/proc.ts';
 import { Session, type Exchange } from '../lib/session.ts';
 import { ROOT, WORK, type ServerHandle } from '../lib/stack.ts';
-import { storeUnavailableFlows } from './faults.ts';
-import { backupFlows, limitFlows, toolsFlows } from './flows.ts';
+import { destinationUnavailableFlows, storeUnavailableFlows } from './faults.ts';
+import { backupFlows, lifecycleFlows, limitFlows, toolsFlows } from './flows.ts';
 
 interface Violation {
   location?: string[];
@@ -82,10 +82,16 @@ export async function prismProxyCheck(ctx: Context, server: ServerHandle, name =
     }
   };
   const session = new Session(ctx.apis, { backup: backupProxy.origin, tools: toolsProxy.origin }, observe);
+  // The lifecycle runs in an account of its own: the main one keeps its plan's budget for the 429s.
+  const lifecycle = new Session(ctx.apis, { backup: backupProxy.origin, tools: toolsProxy.origin }, observe);
   try {
     const env = { allowedRoot: server.allowedRoot, source: server.source, bigSource: server.bigSource, siteOrigin: ctx.siteOrigin };
     const { backupId } = await backupFlows(session, env);
     await toolsFlows(session, env);
+    const key = server.newKey('business');
+    await lifecycle.login(key.apiKey, key.secret);
+    const kept = await lifecycleFlows(lifecycle, env);
+    if (options.faults !== false) await destinationUnavailableFlows(lifecycle, join(server.dataDir, 'repositories', key.accountId, 'cloud'), kept.backupId);
     if (options.faults !== false) await storeUnavailableFlows(session, server.dataDir, server.source, server.allowedRoot, backupId);
     if (options.limits !== false) await limitFlows(session, env);
   } catch (err) {
@@ -94,11 +100,11 @@ export async function prismProxyCheck(ctx: Context, server: ServerHandle, name =
     await backupProxy.proc.stop();
     await toolsProxy.proc.stop();
   }
-  failures.push(...session.failures);
+  failures.push(...session.failures, ...lifecycle.failures);
   return {
     name,
     ok: failures.length === 0,
-    summary: `${session.exchanges.length} requests through Prism, ${violations} response violations, ${session.failures.length} unexpected statuses`,
+    summary: `${session.exchanges.length + lifecycle.exchanges.length} requests through Prism, ${violations} response violations, ${session.failures.length + lifecycle.failures.length} unexpected statuses`,
     failures,
   };
 }
