@@ -16,7 +16,9 @@ import { compareNames, encodeTree } from './tree.ts';
 import type { TreeNode } from './tree.ts';
 import type { EntryRecord } from './types.ts';
 import type { WarningList } from './warnings.ts';
-import type { DirEntry, DirListing, DirRequest } from './worker.ts';
+import { decodeListing } from './listing.ts';
+import type { DirEntry } from './listing.ts';
+import type { DirListing, DirRequest } from './worker.ts';
 
 /**
  * A backup's walk, directory by directory, depth first. Each directory is listed (by a worker,
@@ -39,6 +41,8 @@ export interface WalkContext {
   repo: Repository;
   writer: BlobWriter;
   listDir: (req: DirRequest) => Promise<DirListing>;
+  /** The counting scan's listing of a directory (by device and inode) when it holds one. */
+  scanned: (dir: { dev: bigint; ino: bigint }) => Promise<Uint8Array | null>;
   parent: SnapshotTrees | null;
   encryption: boolean;
   warnings: WarningList;
@@ -133,16 +137,18 @@ export class SourceWalk {
     if ('error' in opened) return opened;
     let listing: DirListing;
     try {
-      listing = await this.ctx.listDir({ fd: opened.fd });
+      // The directory opened is the one the scan listed: same device and inode.
+      const scanned = await this.ctx.scanned(expected);
+      listing = scanned ? { data: scanned } : await this.ctx.listDir({ fd: opened.fd });
+      if ('error' in listing) {
+        closeSync(opened.fd);
+        return listing;
+      }
+      return { fd: opened.fd, entries: decodeListing(listing.data) };
     } catch (err) {
       closeSync(opened.fd);
       throw err;
     }
-    if ('error' in listing) {
-      closeSync(opened.fd);
-      return listing;
-    }
-    return { fd: opened.fd, entries: listing.entries };
   }
 
   /**

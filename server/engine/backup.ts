@@ -15,12 +15,13 @@ import { readAvoid } from './prune-marker.ts';
 import { ProgressReporter } from './progress.ts';
 import type { Repository } from './repository.ts';
 import { startScan } from './scan.ts';
+import type { Scan } from './scan.ts';
 import type { SnapshotHeader, SnapshotOptions } from './snapshot.ts';
 import { DIR_FLAGS, kindOfMode, openFd } from './source.ts';
 import { SnapshotTrees } from './trees.ts';
 import type { Compression, EntryRecord, Progress, Warnings } from './types.ts';
 import { WarningList } from './warnings.ts';
-import type { DirEntry } from './worker.ts';
+import type { DirEntry } from './listing.ts';
 
 export interface BackupOptions extends WalkHooks {
   /** An absolute path: a directory (its contents are backed up) or a single file. */
@@ -115,7 +116,7 @@ export async function backup(repo: Repository, opts: BackupOptions): Promise<Bac
     scan.stop();
   };
   try {
-    return await cancellable(opts.signal, stop, () => run(repo, opts, root, stats, pool, progress, lock));
+    return await cancellable(opts.signal, stop, () => run(repo, opts, root, stats, pool, scan, progress, lock));
   } catch (err) {
     throw fromStorage(err);
   } finally {
@@ -124,7 +125,7 @@ export async function backup(repo: Repository, opts: BackupOptions): Promise<Bac
   }
 }
 
-async function run(repo: Repository, opts: BackupOptions, root: string, stats: BigIntStats, pool: WorkerPool, progress: ProgressReporter, lock: RepositoryLock): Promise<BackupResult> {
+async function run(repo: Repository, opts: BackupOptions, root: string, stats: BigIntStats, pool: WorkerPool, scan: Scan, progress: ProgressReporter, lock: RepositoryLock): Promise<BackupResult> {
   const { signal } = opts;
   const avoid = await readAvoid(repo);
   await repo.refreshIndex();
@@ -136,6 +137,7 @@ async function run(repo: Repository, opts: BackupOptions, root: string, stats: B
     repo,
     writer,
     listDir: (req) => pool.listDir(req),
+    scanned: (dir) => scan.listing(dir),
     parent,
     encryption: opts.encryption,
     warnings,

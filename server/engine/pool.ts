@@ -10,8 +10,8 @@ import type { DirListing, DirRequest, SourceFile, SourceFileResult, WorkerReques
 
 /**
  * The worker threads of one operation (a backup, a restore, a verify) for the CPU-heavy work and
- * the source's file system calls, one per core (at most 8), each started when the others all have
- * work. Items are gathered into batches (one message per ~1 MiB or 256 items) so small files do
+ * the source's file system calls, one per core (at most 8): the first started with the first
+ * work, each further one when the others all have work. Items are gathered into batches (one message per ~1 MiB or 256 items) so small files do
  * not pay a round trip each; buffers are transferred, not copied.
  * Because the pool belongs to one operation, `close()` can terminate its workers at once, even
  * one stuck in a system call, without touching any other job.
@@ -51,13 +51,13 @@ export class WorkerPool {
   private respawns = 0;
   private nextSeq = 1;
   private flushScheduled = false;
+  private started = false;
   private closed = false;
   private readonly exits: Promise<void>[] = [];
 
   constructor(key: MasterKey, size = Math.min(Math.max(availableParallelism(), 1), 8)) {
     this.key = key;
     this.size = size;
-    this.slots.push(this.spawn());
   }
 
   private spawn(): Slot {
@@ -115,8 +115,12 @@ export class WorkerPool {
   }
 
   private post(build: (seq: number) => WorkerRequest, transfer: ArrayBuffer[], bytes: number, grow = true): Promise<unknown[]> {
-    let slot = this.slots[0];
     if (this.closed) return Promise.reject(new EngineError('CANCELLED', 'the operation was stopped'));
+    if (!this.started) {
+      this.started = true;
+      this.slots.push(this.spawn());
+    }
+    let slot = this.slots[0];
     if (!slot) return Promise.reject(new EngineError('INTERNAL_ERROR', 'no worker is running'));
     for (const s of this.slots) if (s.pendingBytes < slot.pendingBytes) slot = s;
     // A further worker starts once every worker has work: one that only lists directories (an

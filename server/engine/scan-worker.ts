@@ -1,55 +1,150 @@
-import { closeSync, lstatSync, openSync, readdirSync } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, openSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import { DIR_FLAGS, atPath, fdDir } from './source.ts';
+import { listDirectory } from './listing.ts';
+import type { Listed } from './listing.ts';
+import { DIR_FLAGS, atPath } from './source.ts';
 
-/** Thread side of scan.ts: counts regular files and their bytes under the root, through directory handles. */
+/**
+ * Thread side of scan.ts: counts regular files and their bytes under the root, through directory
+ * handles, in the order the backup walks (depth first, names in byte order), and keeps its recent
+ * listings for the backup to take instead of listing the same directories again (a request for
+ * a directory it is about to reach waits for it).
+ */
+export type ScanRequest = { dirs: { id: number; key: string }[] };
+export type ScanAnswer = { id: number; data: Uint8Array | null };
+export type ScanReply = { totals: { files: number; bytes: number } } | { answers: ScanAnswer[] };
+
+const { root, keepBytes, keepMs } = workerData as { root: string; keepBytes: number; keepMs: number };
 let files = 0;
 let bytes = 0;
 
-function walk(fd: number): void {
-  let entries;
-  try {
-    entries = readdirSync(fdDir(fd), { encoding: 'buffer', withFileTypes: true });
-  } catch {
-    return;
-  }
-  for (const e of entries) {
-    const path = atPath(fd, e.name);
-    if (e.isFile()) {
-      try {
-        bytes += Number(lstatSync(path).size);
-        files++;
-      } catch {
-        // vanished: the backup reports it
-      }
-    } else if (e.isDirectory()) {
-      let sub: number;
-      try {
-        sub = openSync(path, DIR_FLAGS);
-      } catch {
-        continue;
-      }
-      try {
-        walk(sub);
-      } finally {
-        closeSync(sub);
-      }
-    }
+/** Listings by the directory's "dev:ino", oldest first. */
+const kept = new Map<string, { data: Uint8Array; at: number }>();
+let keptBytes = 0;
+
+function drop(key: string, data: Uint8Array): void {
+  kept.delete(key);
+  keptBytes -= data.length;
+}
+
+function expire(): void {
+  const now = Date.now();
+  for (const [key, k] of kept) {
+    if (now - k.at <= keepMs) break;
+    drop(key, k.data);
   }
 }
 
-const { root } = workerData as { root: string };
+function take(key: string): Uint8Array | null {
+  const k = kept.get(key);
+  if (!k) return null;
+  drop(key, k.data);
+  return Date.now() - k.at <= keepMs ? k.data : null;
+}
+
+function keep(key: string, data: Uint8Array): void {
+  expire();
+  if (keptBytes + data.length > keepBytes || kept.has(key)) return;
+  kept.set(key, { data, at: Date.now() });
+  keptBytes += data.length;
+}
+
+/**
+ * Directories listed as subdirectories and not visited yet, with the backup's requests for them
+ * that arrived first (answered when the scan gets there, instead of listing them twice).
+ */
+const ahead = new Map<string, number[]>();
+
+/** Answers go out together once the current directory is done (one message, not one per listing). */
+let answers: ScanAnswer[] = [];
+
+function answer(more: ScanAnswer[]): void {
+  if (more.length === 0) return;
+  if (answers.length === 0) setImmediate(send);
+  answers.push(...more);
+}
+
+function send(): void {
+  const reply: ScanReply = { answers };
+  answers = [];
+  parentPort!.postMessage(reply, reply.answers.flatMap((a) => (a.data ? [a.data.buffer as ArrayBuffer] : [])));
+}
+
+parentPort!.on('message', (m: ScanRequest) => {
+  const now: ScanAnswer[] = [];
+  for (const { id, key } of m.dirs) {
+    const data = take(key);
+    const waiting = data ? undefined : ahead.get(key);
+    if (waiting) waiting.push(id);
+    else now.push({ id, data });
+  }
+  answer(now);
+});
+
+/** The listing of a directory just visited (null: it could not be listed): to whoever waits for it, else kept. */
+function listed(key: string, data: Uint8Array | null): void {
+  const waiting = ahead.get(key);
+  ahead.delete(key);
+  if (waiting && waiting.length > 0) answer(waiting.map((id, i) => ({ id, data: i === 0 ? data : null })));
+  else if (data) keep(key, data);
+}
+
+/** Lists the directory open as `fd` (its handle is closed once its subdirectories are done). */
+async function walk(rootFd: number): Promise<void> {
+  const stack: { fd: number; dirs: Listed['dirs']; next: number }[] = [];
+  const visit = (fd: number, expected: string | null): void => {
+    let list;
+    try {
+      const st = fstatSync(fd, { bigint: true });
+      const key = `${st.dev}:${st.ino}`;
+      if (expected !== null && key !== expected) listed(expected, null);
+      list = listDirectory(fd);
+      listed(key, 'error' in list ? null : list.data);
+      if ('error' in list) throw new Error(list.error);
+    } catch {
+      closeSync(fd); // the backup reports it
+      return;
+    }
+    files += list.files;
+    bytes += list.bytes;
+    for (const d of list.dirs) ahead.set(`${d.dev}:${d.ino}`, []);
+    stack.push({ fd, dirs: list.dirs, next: 0 });
+  };
+  visit(rootFd, null);
+  while (stack.length > 0) {
+    const top = stack.at(-1)!;
+    const d = top.dirs[top.next++];
+    if (!d) {
+      closeSync(top.fd);
+      stack.pop();
+      continue;
+    }
+    const key = `${d.dev}:${d.ino}`;
+    let fd: number;
+    try {
+      fd = openSync(atPath(top.fd, d.name), DIR_FLAGS);
+    } catch {
+      listed(key, null);
+      continue;
+    }
+    visit(fd, key);
+    await new Promise(setImmediate); // the backup's requests are answered between directories
+  }
+}
+
 try {
   const st = lstatSync(root);
   if (st.isFile()) {
     files = 1;
     bytes = st.size;
   } else {
-    const fd = openSync(root, DIR_FLAGS);
-    walk(fd);
-    closeSync(fd);
+    await walk(openSync(root, DIR_FLAGS));
   }
-  parentPort!.postMessage({ files, bytes });
+  const reply: ScanReply = { totals: { files, bytes } };
+  parentPort!.postMessage(reply);
 } catch {
   // the backup reports an unreadable source itself
+} finally {
+  for (const key of [...ahead.keys()]) listed(key, null); // nobody waits for a directory the scan will not reach
+  setInterval(expire, keepMs).unref();
 }

@@ -1,13 +1,13 @@
 import { createHash, createSecretKey } from 'node:crypto';
-import { closeSync, fstatSync, lstatSync, openSync, readSync, readdirSync, readlinkSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { decodeBlob, encodeBlob } from './blob.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
 import type { BlobKeys } from './crypto.ts';
 import { EngineError } from './errors.ts';
 import { collector, releasePrivate } from './release.ts';
-import { FILE_FLAGS, atPath, changedSinceWalk, fdDir, kindOfMode, openFailure } from './source.ts';
-import type { EntryKind } from './source.ts';
+import { listDirectory } from './listing.ts';
+import { FILE_FLAGS, atPath, changedSinceWalk, openFailure } from './source.ts';
 import type { DecodedRun, RunBlob } from './run-reader.ts';
 import { writeSmallFile } from './restore-write.ts';
 import type { CompressionCode } from './types.ts';
@@ -45,21 +45,8 @@ export interface DirRequest {
   fd: number;
 }
 
-export interface DirEntry {
-  name: Uint8Array;
-  kind: EntryKind;
-  mode: number;
-  size: number;
-  mtimeNs: bigint;
-  ctimeNs: bigint;
-  ino: bigint;
-  dev: bigint;
-  link?: Uint8Array;
-  /** Set when the entry could not be examined (it vanished, or its link could not be read). */
-  error?: string;
-}
-
-export type DirListing = { entries: DirEntry[] } | { error: string };
+/** A directory's listing (listing.ts), or why it could not be listed. */
+export type DirListing = { data: Uint8Array } | { error: string };
 
 const processed = collector('major', 32 * 1024 * 1024, 1024);
 
@@ -143,34 +130,6 @@ function decodeRun(blobs: RunBlob[], data: Uint8Array): DecodedRun {
   return { data: out, ends, errors };
 }
 
-function listDir({ fd }: DirRequest): DirListing {
-  try {
-    const names = readdirSync(fdDir(fd), { encoding: 'buffer' }).sort(Buffer.compare);
-    const entries = names.map((name): DirEntry => {
-      const path = atPath(fd, name);
-      let st;
-      try {
-        st = lstatSync(path, { bigint: true });
-      } catch (err) {
-        return { name, kind: 'other', mode: 0, size: 0, mtimeNs: 0n, ctimeNs: 0n, ino: 0n, dev: 0n, error: openFailure(err) };
-      }
-      const kind = kindOfMode(Number(st.mode));
-      const entry: DirEntry = { name, kind, mode: Number(st.mode), size: kind === 'f' ? Number(st.size) : 0, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, ino: st.ino, dev: st.dev };
-      if (kind === 'l') {
-        try {
-          entry.link = readlinkSync(path, { encoding: 'buffer' });
-        } catch (err) {
-          entry.error = openFailure(err);
-        }
-      }
-      return entry;
-    });
-    return { entries };
-  } catch (err) {
-    return { error: `cannot be listed: ${(err as Error).message}` };
-  }
-}
-
 const raw = workerData as { encryption: Uint8Array; chunkId: Uint8Array };
 const key: BlobKeys = { encryption: createSecretKey(raw.encryption), chunkId: createSecretKey(raw.chunkId) };
 
@@ -184,7 +143,15 @@ function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer
   };
   switch (msg.type) {
     case 'listDir':
-      return { results: msg.items.map(listDir), transfer };
+      return {
+        results: msg.items.map(({ fd }): DirListing => {
+          const listed = listDirectory(fd);
+          if ('error' in listed) return listed;
+          transfer.push(listed.data.buffer as ArrayBuffer);
+          return { data: listed.data };
+        }),
+        transfer,
+      };
     case 'encodeFiles':
       return {
         results: msg.items.map((file): SourceFileResult => {
