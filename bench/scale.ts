@@ -1,6 +1,10 @@
 /**
  * Scale benchmark: how backup, restore and listing cost grow with the number of files.
  *   npm run bench:scale -- [--files 100000,1000000] [--runs 1] [--tools ours,restic,borg] [--pages 100] [--dir .bench]
+ *                          [--steps backup,unchanged,changed,restore]
+ * A tool `ours@<checkout>` is the engine of another checkout (its own node_modules), beside this one.
+ * `--pages 0` leaves the service's listing out; `--steps` takes a subset of the steps (the full
+ * backup always runs: the others start from it).
  * For each tree (N small text files of 1-4 KiB, 100 to a directory, generated deterministically
  * and kept between runs): a full backup, an unchanged re-backup, a 1%-changed re-backup and a
  * restore, each step taken by every tool back to back (the order rotating per round), with wall
@@ -26,6 +30,7 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '1' },
     tools: { type: 'string', default: 'ours,restic,borg' },
     pages: { type: 'string', default: '100' },
+    steps: { type: 'string', default: 'backup,unchanged,changed,restore' },
     dir: { type: 'string', default: join(root, '.bench') },
   },
 });
@@ -33,21 +38,23 @@ const sizes = values.files.split(',').map(Number);
 const runs = Number(values.runs);
 const base = join(resolve(values.dir), 'scale');
 
-const STEPS = ['backup', 'unchanged', 'changed', 'restore'] as const;
-type Step = (typeof STEPS)[number];
+const ALL_STEPS = ['backup', 'unchanged', 'changed', 'restore'] as const;
+type Step = (typeof ALL_STEPS)[number];
+const STEPS = ALL_STEPS.filter((s) => s === 'backup' || values.steps.split(',').includes(s));
 type Sample = Record<Step, Measure> & { repoMb: number };
 
 async function round(tools: Tool[], n: number, data: string, r: number): Promise<Map<string, Sample>> {
   const order = tools.map((_, i) => tools[(i + r) % tools.length]!);
+  const dir = (t: Tool): string => join(base, 'work', t.name.replace(/[^\w.-]+/g, '_'));
   const work = (t: Tool): { home: string; repo: string; target: string } => ({
-    home: join(base, 'work', t.name, 'home'),
-    repo: join(base, 'work', t.name, 'repo'),
-    target: join(base, 'work', t.name, 'target'),
+    home: join(dir(t), 'home'),
+    repo: join(dir(t), 'repo'),
+    target: join(dir(t), 'target'),
   });
   const out = new Map<string, Partial<Sample>>(tools.map((t) => [t.name, {}]));
   const snapshots = new Map<string, string>();
   for (const t of order) {
-    await rm(join(base, 'work', t.name), { recursive: true, force: true });
+    await rm(dir(t), { recursive: true, force: true });
     await mkdir(work(t).home, { recursive: true });
     await t.init(work(t).repo, work(t).home);
   }
@@ -63,21 +70,23 @@ async function round(tools: Tool[], n: number, data: string, r: number): Promise
     snapshots.set(t.name, m.snapshot);
     return m;
   });
-  await each('unchanged', (t) => t.backup(work(t).repo, data, work(t).home));
-  const change = await changeOnePercent(data, n);
-  try {
-    await each('changed', (t) => t.backup(work(t).repo, data, work(t).home));
-  } finally {
-    await change.undo();
+  if (STEPS.includes('unchanged')) await each('unchanged', (t) => t.backup(work(t).repo, data, work(t).home));
+  if (STEPS.includes('changed')) {
+    const change = await changeOnePercent(data, n);
+    try {
+      await each('changed', (t) => t.backup(work(t).repo, data, work(t).home));
+    } finally {
+      await change.undo();
+    }
   }
-  await each('restore', async (t) => {
+  if (STEPS.includes('restore')) await each('restore', async (t) => {
     const m = await t.restore(work(t).repo, snapshots.get(t.name)!, work(t).target, work(t).home);
     await rm(work(t).target, { recursive: true, force: true });
     return m;
   });
   for (const t of order) {
     out.get(t.name)!.repoMb = (await dirBytes(work(t).repo)) / 1e6;
-    await rm(join(base, 'work', t.name), { recursive: true, force: true });
+    await rm(dir(t), { recursive: true, force: true });
   }
   return out as Map<string, Sample>;
 }
@@ -115,10 +124,11 @@ async function listing(n: number, data: string, pages: number): Promise<{ servic
 
 async function main(): Promise<void> {
   const wanted = values.tools.split(',').map((t) => t.trim());
-  if (wanted.some((t) => t !== 'ours')) ensureInstalled();
+  if (wanted.some((t) => !t.startsWith('ours'))) ensureInstalled();
   const all: Record<string, Tool> = { ours: ours(root), restic: restic(), borg: borg() };
   const tools = wanted.map((name) => {
-    const t = all[name];
+    const at = /^ours@(.+)$/.exec(name);
+    const t = at ? { ...ours(resolve(at[1]!)), name } : all[name];
     if (!t) throw new Error(`unknown tool ${name}`);
     return t;
   });
@@ -135,15 +145,20 @@ async function main(): Promise<void> {
     for (const step of STEPS) {
       const cells = tools.map((t) => {
         const secs = med(t.name, (s) => s[step].seconds);
+        const cpu = med(t.name, (s) => s[step].cpuSeconds);
         const rss = med(t.name, (s) => s[step].rssMb);
-        const ratio = ref && t.name !== ref ? ` (${(secs / med(ref, (s) => s[step].seconds)).toFixed(2)}×)` : '';
-        return `${secs.toFixed(2)} s${ratio}, ${((secs / n) * 1e6).toFixed(0)} µs/file, ${rss.toFixed(0)} MB`;
+        const range = (f: (s: Sample) => number): string => {
+          const xs = samples.get(t.name)!.map(f);
+          return xs.length > 1 ? ` [${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}]` : '';
+        };
+        const ratio = (v: number, f: (s: Sample) => number): string => (ref && t.name !== ref ? ` (${(v / med(ref, f)).toFixed(2)}×)` : '');
+        return `${secs.toFixed(2)} s${range((s) => s[step].seconds)}${ratio(secs, (s) => s[step].seconds)}, ${((secs / n) * 1e6).toFixed(0)} µs/file, CPU ${cpu.toFixed(2)} s${range((s) => s[step].cpuSeconds)}${ratio(cpu, (s) => s[step].cpuSeconds)}, ${rss.toFixed(0)} MB${range((s) => s[step].rssMb)}`;
       });
       rows.push(`| ${n.toLocaleString('en')} | ${step} | ${cells.join(' | ')} |`);
     }
     rows.push(`| ${n.toLocaleString('en')} | repository | ${tools.map((t) => `${med(t.name, (s) => s.repoMb).toFixed(0)} MB`).join(' | ')} |`);
     results[n] = Object.fromEntries([...samples].map(([name, s]) => [name, s]));
-    if (tools.some((t) => t.name === 'ours')) {
+    if (tools.some((t) => t.name === 'ours') && Number(values.pages) > 0) {
       const l = await listing(n, data, Number(values.pages));
       console.log(`  ${n} files, service: backup ${l.serviceBackup.toFixed(2)} s, listing p50 ${l.p50.toFixed(1)} ms, p99 ${l.p99.toFixed(1)} ms`);
       rows.push(`| ${n.toLocaleString('en')} | listing page (service) | p50 ${l.p50.toFixed(1)} ms, p99 ${l.p99.toFixed(1)} ms, max ${l.max.toFixed(1)} ms (backup through the service ${l.serviceBackup.toFixed(1)} s) |${tools.length > 1 ? ' |'.repeat(tools.length - 1) : ''}`);
@@ -153,7 +168,7 @@ async function main(): Promise<void> {
   const machine = [
     `${cpus()[0]?.model ?? 'cpu'}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${version('uname', ['-r'])}`,
     `node ${process.version}${have('restic') ? `; ${version('restic', ['version'])}` : ''}${have('borg') ? `; ${version('borg', ['--version'])}` : ''}`,
-    `median of ${runs} round(s), each step run by every tool back to back; time (ratio to restic), time per file, peak RSS`,
+    `median [min–max] of ${runs} round(s), each step run by every tool back to back; wall time (ratio to restic), time per file, CPU time (ratio), peak RSS`,
   ];
   const table = [`| files | step | ${tools.map((t) => t.name).join(' | ')} |`, `|---|---|${tools.map(() => '---').join('|')}|`, ...rows].join('\n');
   const report = `${machine.join('\n')}\n\n${table}\n`;
