@@ -127,6 +127,14 @@ export class ByteReader {
   bytes(): Uint8Array {
     return this.raw(this.varint());
   }
+
+  /** The next `n` bytes as a view into the data (for a caller that copies what it keeps). */
+  view(n: number): Uint8Array {
+    this.need(n);
+    const out = this.buf.subarray(this.at, this.at + n);
+    this.at += n;
+    return out;
+  }
 }
 
 export function toHex(id: Uint8Array): string {

@@ -109,8 +109,7 @@ export function addIndexFile(table: BlobTable, key: MasterKey, name: string, dat
     const packs = r.varint();
     for (let i = 0; i < packs; i++) {
       const pack = table.packNumber(r.raw(32));
-      const { blobs } = readBlobList(r, name);
-      for (const b of blobs) table.add(b.id, b.type, b.encrypted, b.comp, pack, b.offset, b.length, b.rawLength);
+      readBlobList(r, name, (id, type, encrypted, comp, offset, length, rawLength) => table.add(id, type, encrypted, comp, pack, offset, length, rawLength));
     }
   }
 }

@@ -92,7 +92,7 @@ export function packName(id: string): string {
   return `data/${id.slice(0, 2)}/${id}`;
 }
 
-/** The blob list of one pack, as index files and pack headers hold it. */
+/** The blob list of one pack, as index files and pack headers hold it (readBlobList hands each blob to `each`, its id a view valid during the call). */
 export function writeBlobList(w: ByteWriter, type: BlobType, blobs: Iterable<PackedBlob> & { count: number }): void {
   w.u8(type === 'tree' ? 1 : 0);
   w.varint(blobs.count);
@@ -105,18 +105,21 @@ export function writeBlobList(w: ByteWriter, type: BlobType, blobs: Iterable<Pac
   }
 }
 
-export function readBlobList(r: ByteReader, what: string): { type: BlobType; blobs: PackedBlob[] } {
+export function readBlobList(
+  r: ByteReader,
+  what: string,
+  each: (id: Uint8Array, type: BlobType, encrypted: boolean, comp: CompressionCode, offset: number, length: number, rawLength: number) => void,
+): BlobType {
   const t = r.u8();
   if (t > 1) throw new EngineError('CORRUPT_DATA', `${what}: unknown pack type`, { object: what });
   const type: BlobType = t === 1 ? 'tree' : 'data';
   const n = r.varint();
-  const blobs: PackedBlob[] = [];
   for (let i = 0; i < n; i++) {
-    const id = r.raw(32);
+    const id = r.view(32); // valid during the call only: no object per blob when an index is loaded
     const flags = r.u8();
-    blobs.push({ id, type, encrypted: (flags & 1) === 1, comp: ((flags >> 1) & 3) as CompressionCode, offset: r.varint(), length: r.varint(), rawLength: r.varint() });
+    each(id, type, (flags & 1) === 1, ((flags >> 1) & 3) as CompressionCode, r.varint(), r.varint(), r.varint());
   }
-  return { type, blobs };
+  return type;
 }
 
 /** Blob data is gathered in slabs of this size (fewer, larger buffers than one per blob). */
@@ -201,5 +204,9 @@ export function readPackHeader(key: MasterKey, pack: Uint8Array, name: string): 
   const len = Buffer.from(pack.buffer, pack.byteOffset, pack.byteLength).readUInt32LE(pack.length - 4);
   const meta = decodeAnyMeta(key, 'pack-header', pack.subarray(pack.length - 4 - len, pack.length - 4), name);
   if (!('binary' in meta)) throw new EngineError('CORRUPT_DATA', `${name}: a format-1 pack header`, { object: name });
-  return readBlobList(new ByteReader(meta.binary, name), name);
+  const blobs: PackedBlob[] = [];
+  const type = readBlobList(new ByteReader(meta.binary, name), name, (id, t, encrypted, comp, offset, length, rawLength) =>
+    blobs.push({ id: new Uint8Array(id), type: t, encrypted, comp, offset, length, rawLength }),
+  );
+  return { type, blobs };
 }
