@@ -4,19 +4,19 @@ import type { PathLike } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import type { BlobWriter } from './blob-writer.ts';
-import { bytesEqual } from './codec.ts';
+import { bytesEqual, toHex } from './codec.ts';
 import { EngineError, observed, throwIfAborted } from './errors.ts';
 import { chunkFile } from './file-read.ts';
 import type { ProgressReporter } from './progress.ts';
 import type { Repository } from './repository.ts';
 import { childPath, toEntryRecord } from './snapshot.ts';
 import { FILE_FLAGS, atPath, changedSinceWalk, describeKind, openDir, openFailure } from './source.ts';
-import type { Dir, SnapshotTrees } from './trees.ts';
-import { compareNames, encodeTree } from './tree.ts';
+import type { Dir, SnapshotTrees, StoredTree } from './trees.ts';
+import { TreeCursor, compareNames, decodeTree, encodeTree } from './tree.ts';
 import type { TreeNode } from './tree.ts';
 import type { EntryRecord } from './types.ts';
 import type { WarningList } from './warnings.ts';
-import { decodeListing } from './listing.ts';
+import { ListingCursor, decodeListing } from './listing.ts';
 import type { DirEntry } from './listing.ts';
 import type { DirListing, DirRequest } from './worker.ts';
 
@@ -30,7 +30,9 @@ import type { DirListing, DirRequest } from './worker.ts';
  *
  * With a parent snapshot, a file whose size, mtime, ctime and inode are unchanged keeps its
  * chunk list without being read, and a directory whose tree comes out byte-identical keeps its
- * parent's tree id without storing anything.
+ * parent's tree id without storing anything. A directory whose listing matches its parent tree
+ * entry for entry (compared as stored, without decoding either) and whose subdirectories all keep
+ * theirs keeps its tree id without an object per entry.
  */
 export interface WalkHooks {
   /** For tests that change the source mid-backup: called after an entry was listed, before it is opened. */
@@ -58,7 +60,13 @@ const SMALL_FILE = 256 * 1024;
 
 type Pending<T> = () => Promise<T>;
 
-type Subdir = { earlier: Dir | null; sub: { fd: number; entries: DirEntry[] } | { error: string; code?: string } };
+/** A directory's version in the parent snapshot: as stored (format 2, decoded only when needed), or decoded. */
+type Earlier = (StoredTree & { nodes?: TreeNode[] }) | Dir;
+
+/** A listed directory: its handle, and its listing as the worker or the scan encoded it (or its entries). */
+export type Listing = { fd: number } & ({ data: Uint8Array } | { entries: DirEntry[] });
+
+type Subdir = { earlier: Earlier | null; sub: Listing | { error: string; code?: string } };
 
 /** Subdirectories of one directory opened and listed ahead of the walk. */
 const LIST_AHEAD = 16;
@@ -76,11 +84,95 @@ function nameKey(name: Uint8Array): string {
   return Buffer.from(name.buffer, name.byteOffset, name.byteLength).toString('latin1');
 }
 
+/** An earlier directory's nodes, decoded once when first needed. */
+function nodesOf(e: Earlier): TreeNode[] {
+  return (e.nodes ??= decodeTree(e.plain!, `tree ${toHex(e.id!)}`));
+}
+
+function corrupt(err: unknown): boolean {
+  return err instanceof EngineError && err.code === 'CORRUPT_DATA';
+}
+
+/** What a listing that matches its parent tree entry for entry holds (its subdirectories to walk), without an object per entry. */
+interface Unchanged {
+  /** Regular files and symlinks, and the regular files' bytes. */
+  files: number;
+  regular: number;
+  bytes: number;
+  subdirs: { name: Uint8Array; dev: bigint; ino: bigint; subtree: Uint8Array }[];
+}
+
+/**
+ * The listing compared with the parent tree as stored: the same names, types, modes, times and
+ * inodes, files of the same size whose chunks are all usable, the same link targets; null at the
+ * first difference (the directory then takes the entry-by-entry way).
+ */
+function unchangedListing(listing: Uint8Array, earlier: StoredTree, usable: (id: Uint8Array) => boolean): Unchanged | null {
+  const l = new ListingCursor(listing);
+  const t = new TreeCursor(earlier.plain, `tree ${toHex(earlier.id)}`);
+  const lb = l.bytes;
+  const tb = t.bytes;
+  const out: Unchanged = { files: 0, regular: 0, bytes: 0, subdirs: [] };
+  while (l.next()) {
+    if (!t.next() || l.error || l.mode !== t.mode || l.nameLength !== t.nameLength) return null;
+    if (lb.compare(tb, t.nameAt, t.nameAt + t.nameLength, l.nameAt, l.nameAt + l.nameLength) !== 0) return null;
+    if (lb.compare(tb, t.statAt, t.statAt + 24, l.statAt, l.statAt + 24) !== 0) return null;
+    if (l.kind === 'f' && t.type === 'f') {
+      if (l.size !== t.size) return null;
+      for (let c = 0; c < t.chunkCount; c++) if (!usable(tb.subarray(t.chunksAt + 32 * c, t.chunksAt + 32 * c + 32))) return null;
+      out.files++;
+      out.regular++;
+      out.bytes += l.size;
+    } else if (l.kind === 'd' && t.type === 'd') {
+      out.subdirs.push({ name: l.name(), dev: l.dev(), ino: l.ino(), subtree: new Uint8Array(tb.subarray(t.subtreeAt, t.subtreeAt + 32)) });
+    } else if (l.kind === 'l' && t.type === 'l') {
+      if (l.linkLength !== t.linkLength || lb.compare(tb, t.linkAt, t.linkAt + t.linkLength, l.linkAt, l.linkAt + l.linkLength) !== 0) return null;
+      out.files++;
+    } else {
+      return null;
+    }
+  }
+  return t.next() ? null : out;
+}
+
+/** Subdirectories opened and listed (with their parent-snapshot versions) a few ahead of the walk, taken in order. */
+class Ahead {
+  private readonly open: (k: number) => Promise<Subdir>;
+  private readonly count: number;
+  private readonly pending = new Map<number, Promise<Subdir>>();
+  private started = 0;
+  private taken = 0;
+
+  constructor(count: number, open: (k: number) => Promise<Subdir>) {
+    this.count = count;
+    this.open = open;
+  }
+
+  /** The next subdirectory (the k-th). */
+  take(k: number): Promise<Subdir> {
+    while (this.started < this.count && this.started < this.taken + LIST_AHEAD) {
+      const j = this.started++;
+      this.pending.set(j, observed(this.open(j)));
+    }
+    this.taken++;
+    const p = this.pending.get(k)!;
+    this.pending.delete(k);
+    return p;
+  }
+
+  /** Closes what was opened ahead and not taken; resolves once nothing of it is in flight. */
+  abandon(): Promise<unknown>[] {
+    const left = [...this.pending.values()];
+    for (const p of left) void p.then((r) => 'fd' in r.sub && closeSync(r.sub.fd), () => {});
+    return left;
+  }
+}
+
 /** Each listed entry's node in the parent snapshot's version of its directory (both in name order in format 2: merged, no map). */
-function previousNodes(entries: DirEntry[], parent: Dir | null): (TreeNode | undefined)[] {
+function previousNodes(entries: DirEntry[], parent: Earlier | null): (TreeNode | undefined)[] {
   const out = new Array<TreeNode | undefined>(entries.length);
   if (!parent) return out;
-  const nodes = parent.nodes;
+  const nodes = nodesOf(parent);
   if (!parent.id) {
     const byName = new Map(nodes.map((n) => [nameKey(n.name), n]));
     for (let i = 0; i < entries.length; i++) out[i] = byName.get(nameKey(entries[i]!.name));
@@ -121,18 +213,19 @@ export class SourceWalk {
   }
 
   /** The parent snapshot's version of a directory, if it had one (a damaged one counts as none: everything is read). */
-  private async previous(prev: TreeNode | undefined): Promise<Dir | null> {
-    if (!this.ctx.parent || prev?.type !== 'd') return null;
+  private async previous(prev: TreeNode | { subtree: Uint8Array } | undefined): Promise<Earlier | null> {
+    const parent = this.ctx.parent;
+    if (!parent || !prev || ('type' in prev && prev.type !== 'd')) return null;
     try {
-      return await this.ctx.parent.children(prev);
+      return (prev.subtree && (await parent.stored(prev.subtree))) || (await parent.children(prev as TreeNode));
     } catch (err) {
-      if (err instanceof EngineError && err.code === 'CORRUPT_DATA') return null;
+      if (corrupt(err)) return null;
       throw err;
     }
   }
 
   /** Opens a directory (checked against what the walk saw) and has a worker list it. */
-  async list(path: PathLike, expected: { dev: bigint; ino: bigint }): Promise<{ fd: number; entries: DirEntry[] } | { error: string; code?: string }> {
+  async list(path: PathLike, expected: { dev: bigint; ino: bigint }): Promise<Listing | { error: string; code?: string }> {
     const opened = await openDir(path, expected);
     if ('error' in opened) return opened;
     let listing: DirListing;
@@ -144,19 +237,114 @@ export class SourceWalk {
         closeSync(opened.fd);
         return listing;
       }
-      return { fd: opened.fd, entries: decodeListing(listing.data) };
+      return { fd: opened.fd, data: listing.data };
     } catch (err) {
       closeSync(opened.fd);
       throw err;
     }
   }
 
+  /** Opens one subdirectory of the directory open as `fd` (after the hook of the ones before it) and lists it. */
+  private opener(fd: number, rel: Uint8Array): (name: Uint8Array, dir: { dev: bigint; ino: bigint }, earlier: () => Promise<Earlier | null>) => Promise<Subdir> {
+    const { hooks } = this.ctx;
+    let hooked: Promise<unknown> = Promise.resolve();
+    return async (name, dir, earlier) => {
+      const turn = hooked.then(() => hooks.beforeOpen?.(childPath(rel, name), 'directory'));
+      hooked = turn.catch(() => {});
+      await turn;
+      const before = await earlier();
+      return { earlier: before, sub: await this.list(atPath(fd, name), dir) };
+    };
+  }
+
   /**
    * Walks a listed directory (its handle is `listing.fd`, closed here once every entry is
    * stored) and returns once its work is scheduled; the thunk resolves to its tree id.
    */
-  async dir(listing: { fd: number; entries: DirEntry[] }, rel: Uint8Array, parent: Dir | null): Promise<Pending<Uint8Array>> {
-    const { fd, entries } = listing;
+  async dir(listing: Listing, rel: Uint8Array, parent: Earlier | null): Promise<Pending<Uint8Array>> {
+    if ('data' in listing && parent?.id && parent.plain) {
+      const { id, plain } = parent;
+      let same: Unchanged | null = null;
+      try {
+        same = unchangedListing(listing.data, { id, plain }, (chunk) => this.ctx.writer.usable(chunk, 'data', this.ctx.encryption));
+      } catch (err) {
+        if (!corrupt(err)) {
+          closeSync(listing.fd);
+          throw err;
+        }
+        parent = null;
+      }
+      if (same) return this.unchangedDir(listing.fd, same, rel, { ...parent!, id, plain });
+    }
+    if (parent) {
+      try {
+        nodesOf(parent);
+      } catch (err) {
+        if (!corrupt(err)) throw err;
+        parent = null;
+      }
+    }
+    const entries = 'data' in listing ? decodeListing(listing.data) : listing.entries;
+    return this.changedDir(listing.fd, entries, rel, parent);
+  }
+
+  /** A directory that matched its parent tree entry for entry: only its subdirectories are walked. */
+  private async unchangedDir(fd: number, same: Unchanged, rel: Uint8Array, parent: StoredTree & { nodes?: TreeNode[] }): Promise<Pending<Uint8Array>> {
+    const { warnings, signal } = this.ctx;
+    this.ctx.progress.add(same.regular, same.bytes);
+    const open = this.opener(fd, rel);
+    const ahead = new Ahead(same.subdirs.length, (k) => {
+      const d = same.subdirs[k]!;
+      return open(d.name, d, () => this.previous({ subtree: d.subtree }));
+    });
+    const waits: Promise<Uint8Array | null>[] = [];
+    try {
+      for (let k = 0; k < same.subdirs.length; k++) {
+        throwIfAborted(signal);
+        const { earlier, sub } = await ahead.take(k);
+        const path = childPath(rel, same.subdirs[k]!.name);
+        if ('error' in sub) {
+          warnings.add(path, sub.error);
+          waits.push(Promise.resolve(null));
+          continue;
+        }
+        waits.push(observed((await this.dir(sub, path, earlier))()));
+      }
+    } catch (err) {
+      void Promise.allSettled([...waits, ...ahead.abandon()]).then(() => closeSync(fd));
+      throw err;
+    }
+    const finished = observed((async () => {
+      const settled = await Promise.allSettled(waits);
+      closeSync(fd);
+      const failed = settled.find((s) => s.status === 'rejected');
+      if (failed) throw failed.reason;
+      const subtrees = settled.map((s) => (s as PromiseFulfilledResult<Uint8Array | null>).value);
+      const kept = subtrees.every((id, k) => id !== null && bytesEqual(id, same.subdirs[k]!.subtree));
+      let nodes: TreeNode[] | null = null;
+      if (!kept || this.ctx.emit) {
+        nodes = [];
+        let k = 0;
+        for (const n of nodesOf(parent)) {
+          if (n.type !== 'd') {
+            nodes.push(n);
+            continue;
+          }
+          const id = subtrees[k++];
+          if (id) nodes.push(bytesEqual(id, n.subtree!) ? n : { ...n, subtree: id });
+        }
+      }
+      this.files += same.files;
+      this.directories += subtrees.filter((id) => id !== null).length;
+      this.sizeBytes += same.bytes;
+      if (nodes && this.ctx.emit) await this.ctx.emit(nodes.map((n) => toEntryRecord(childPath(rel, n.name), n)));
+      if (kept && this.ctx.writer.usable(parent.id, 'tree', true)) return parent.id;
+      return (await this.ctx.writer.storeTree(encodeTree(nodes ?? nodesOf(parent))))();
+    })());
+    return () => finished;
+  }
+
+  private async changedDir(fd: number, entries: DirEntry[], rel: Uint8Array, parent: Earlier | null): Promise<Pending<Uint8Array>> {
     const { warnings, hooks, signal } = this.ctx;
     const prevs = previousNodes(entries, parent);
     const slots: (TreeNode | null)[] = new Array<TreeNode | null>(entries.length).fill(null);
@@ -165,18 +353,12 @@ export class SourceWalk {
     // the walk, so that the round trips to the thread pool and the workers overlap.
     const subdirs: number[] = [];
     for (let i = 0; i < entries.length; i++) if (entries[i]!.kind === 'd' && !entries[i]!.error) subdirs.push(i);
-    const ahead = new Map<number, Promise<Subdir>>();
-    let started = 0;
+    const open = this.opener(fd, rel);
+    const ahead = new Ahead(subdirs.length, (k) => {
+      const j = subdirs[k]!;
+      return open(entries[j]!.name, entries[j]!, () => this.previous(prevs[j]));
+    });
     let nextSub = 0;
-    let hooked: Promise<unknown> = Promise.resolve();
-    const openSub = async (j: number): Promise<Subdir> => {
-      const e = entries[j]!;
-      const turn = hooked.then(() => hooks.beforeOpen?.(childPath(rel, e.name), 'directory'));
-      hooked = turn.catch(() => {});
-      await turn;
-      const earlier = await this.previous(prevs[j]);
-      return { earlier, sub: await this.list(atPath(fd, e.name), { dev: e.dev, ino: e.ino }) };
-    };
     try {
       for (let i = 0; i < entries.length; i++) {
         throwIfAborted(signal);
@@ -199,13 +381,7 @@ export class SourceWalk {
           const stored = await this.file(fd, e, path);
           waits.push(observed(stored().then((node) => (slots[i] = node))));
         } else if (e.kind === 'd') {
-          while (started < subdirs.length && started < nextSub + LIST_AHEAD) {
-            const j = subdirs[started++]!;
-            ahead.set(j, observed(openSub(j)));
-          }
-          nextSub++;
-          const { earlier, sub } = await ahead.get(i)!;
-          ahead.delete(i);
+          const { earlier, sub } = await ahead.take(nextSub++);
           const path = childPath(rel, e.name);
           if ('error' in sub) {
             warnings.add(path, sub.error);
@@ -220,9 +396,8 @@ export class SourceWalk {
         }
       }
     } catch (err) {
-      for (const p of ahead.values()) void p.then((r) => 'fd' in r.sub && closeSync(r.sub.fd), () => {});
       // The handle stays open until nothing scheduled can still use it.
-      void Promise.allSettled([...waits, ...ahead.values()]).then(() => closeSync(fd));
+      void Promise.allSettled([...waits, ...ahead.abandon()]).then(() => closeSync(fd));
       throw err;
     }
     const finished = observed((async () => {
@@ -238,8 +413,9 @@ export class SourceWalk {
       }
       if (this.ctx.emit) await this.ctx.emit(nodes.map((n) => toEntryRecord(childPath(rel, n.name), n)));
       // Every entry is its parent-snapshot node itself: the tree is the parent's, without encoding it.
-      const same = parent?.id && nodes.length === parent.nodes.length && nodes.every((n, k) => n === parent.nodes[k]);
-      if (same && this.ctx.writer.usable(parent.id!, 'tree', true)) return parent.id!;
+      const before = parent?.id ? parent.nodes : undefined;
+      const same = before && nodes.length === before.length && nodes.every((n, k) => n === before[k]);
+      if (same && this.ctx.writer.usable(parent!.id!, 'tree', true)) return parent!.id!;
       const plain = encodeTree(nodes);
       if (parent?.id && parent.plain && bytesEqual(plain, parent.plain) && this.ctx.writer.usable(parent.id, 'tree', true)) return parent.id;
       return (await this.ctx.writer.storeTree(plain))();

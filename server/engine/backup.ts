@@ -3,7 +3,7 @@ import { lstat, realpath } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname } from 'node:path';
 import { SourceWalk } from './backup-walk.ts';
-import type { WalkHooks } from './backup-walk.ts';
+import type { Listing, WalkHooks } from './backup-walk.ts';
 import { BlobWriter } from './blob-writer.ts';
 import { toHex } from './codec.ts';
 import { compressionCode } from './compress.ts';
@@ -196,7 +196,7 @@ async function run(repo: Repository, opts: BackupOptions, root: string, stats: B
 }
 
 /** The source's root as a listed directory: the directory itself, or, for a single file, its parent listed with that file alone. */
-async function listRoot(root: string, stats: BigIntStats, walk: SourceWalk): Promise<{ fd: number; entries: DirEntry[] }> {
+async function listRoot(root: string, stats: BigIntStats, walk: SourceWalk): Promise<Listing> {
   const unreadable = (why: string): EngineError => new EngineError('SOURCE_UNREADABLE', `cannot read source ${root}: ${why}`, { path: root });
   if (stats.isDirectory()) {
     const listing = await walk.list(root, { dev: stats.dev, ino: stats.ino });

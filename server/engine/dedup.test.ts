@@ -1,8 +1,8 @@
-import { copyFile, mkdir, open, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, open, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { backup, restore, verify } from './index.ts';
-import type { Repository } from './index.ts';
+import type { EntryRecord, Repository } from './index.ts';
 import { allFiles, describeTree, tempDir, writeRandomFile } from './testing/fixtures.ts';
 import { openTestRepo } from './testing/repo.ts';
 
@@ -150,5 +150,36 @@ it('shares unchanged directories between snapshots, opens no unchanged file, and
   expect(opened).toEqual(['c/x/y/f1.txt']);
   expect(trees()).toBe(6 + 4); // root, c, c/x, c/x/y again; a and b shared
   await restore(repo, changed.snapshotId, { target: join(dir, 'out'), overwrite: 'never' });
+  expect(await describeTree(join(dir, 'out'))).toEqual(await describeTree(src));
+});
+
+it('reports the same entries and totals for an unchanged re-backup as for the first, and takes a directory replaced by a file as a change', async () => {
+  const src = join(dir, 'src');
+  for (const d of ['a', 'b/c', 'b/d']) await mkdir(join(src, d), { recursive: true });
+  for (const d of ['a', 'b/c', 'b/d']) for (let i = 0; i < 3; i++) await writeFile(join(src, d, `f${i}.txt`), `${d} ${i}\n`);
+  await symlink('a/f0.txt', join(src, 'link'));
+  const opts = { compression: 'zstd', encryption: true, deduplication: true } as const;
+  const run = async (): Promise<{ result: Awaited<ReturnType<typeof backup>>; entries: string[] }> => {
+    const entries: string[] = [];
+    const onEntries = (batch: EntryRecord[]): void => {
+      for (const e of batch) entries.push(`${Buffer.from(e.path).toString()} ${e.type} ${e.size} ${e.mode} ${e.mtime.getTime()} ${e.sha256} ${e.linkTarget ? Buffer.from(e.linkTarget).toString() : ''}`);
+    };
+    const result = await backup(repo, { source: src, ...opts, onEntries });
+    return { result, entries: entries.sort() };
+  };
+  const first = await run();
+  expect(first.entries).toHaveLength(14); // a, b, b/c, b/d, link and 9 files
+  const again = await run();
+  expect(again.entries).toEqual(first.entries);
+  expect([again.result.files, again.result.directories, again.result.sizeBytes]).toEqual([first.result.files, first.result.directories, first.result.sizeBytes]);
+  expect((await repo.snapshot(again.result.snapshotId)).tree).toBe((await repo.snapshot(first.result.snapshotId)).tree);
+
+  // b/d is now a file: b's listing differs from its tree, the root's does not (b is its only change).
+  await rm(join(src, 'b/d'), { recursive: true });
+  await writeFile(join(src, 'b/d'), 'now a file\n');
+  const changed = await run();
+  expect(changed.entries.filter((e) => e.startsWith('b/d'))).toEqual([expect.stringMatching(/^b\/d file 11 /)]);
+  expect(changed.result.directories).toBe(first.result.directories - 1);
+  await restore(repo, changed.result.snapshotId, { target: join(dir, 'out'), overwrite: 'never' });
   expect(await describeTree(join(dir, 'out'))).toEqual(await describeTree(src));
 });

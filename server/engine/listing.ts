@@ -1,5 +1,5 @@
 import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
-import { ByteReader, ByteWriter } from './codec.ts';
+import { ByteWriter } from './codec.ts';
 import { atPath, fdDir, kindOfMode, openFailure } from './source.ts';
 import type { EntryKind } from './source.ts';
 
@@ -97,16 +97,90 @@ export function listDirectory(fd: number): Listed | { error: string } {
   return out;
 }
 
-export function decodeListing(data: Uint8Array): DirEntry[] {
-  const r = new ByteReader(data, 'a directory listing');
-  const entries: DirEntry[] = [];
-  while (!r.done) {
-    const name = r.bytes();
-    const flags = r.u8();
-    const e: DirEntry = { name, kind: KINDS[flags & 15]!, mode: r.varint(), size: r.varint(), mtimeNs: r.i64(), ctimeNs: r.i64(), ino: r.u64(), dev: r.u64() };
-    if (flags & LINK) e.link = r.bytes();
-    if (flags & ERROR) e.error = Buffer.from(r.bytes()).toString();
-    entries.push(e);
+/** Reads a listing entry by entry without building objects: the fields of the current entry, and where its bytes lie. */
+export class ListingCursor {
+  readonly bytes: Buffer;
+  private at = 0;
+  nameAt = 0;
+  nameLength = 0;
+  kind: EntryKind = 'other';
+  error = false;
+  mode = 0;
+  size = 0;
+  /** Where the entry's mtime, ctime and inode lie: 24 bytes, as a tree (tree.ts) holds them. */
+  statAt = 0;
+  devAt = 0;
+  linkAt = 0;
+  linkLength = -1;
+  private errorAt = 0;
+  private errorLength = 0;
+
+  constructor(data: Uint8Array) {
+    this.bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   }
+
+  next(): boolean {
+    if (this.at >= this.bytes.length) return false;
+    this.nameLength = this.varint();
+    this.nameAt = this.at;
+    this.at += this.nameLength;
+    const flags = this.bytes[this.at++]!;
+    this.kind = KINDS[flags & 15]!;
+    this.error = (flags & ERROR) !== 0;
+    this.mode = this.varint();
+    this.size = this.varint();
+    this.statAt = this.at;
+    this.devAt = this.at + 24;
+    this.at += 32;
+    this.linkLength = -1;
+    if (flags & LINK) {
+      this.linkLength = this.varint();
+      this.linkAt = this.at;
+      this.at += this.linkLength;
+    }
+    if (this.error) {
+      this.errorLength = this.varint();
+      this.errorAt = this.at;
+      this.at += this.errorLength;
+    }
+    return true;
+  }
+
+  name(): Uint8Array {
+    return new Uint8Array(this.bytes.subarray(this.nameAt, this.nameAt + this.nameLength));
+  }
+
+  ino(): bigint {
+    return this.bytes.readBigUInt64LE(this.statAt + 16);
+  }
+
+  dev(): bigint {
+    return this.bytes.readBigUInt64LE(this.devAt);
+  }
+
+  entry(): DirEntry {
+    const b = this.bytes;
+    const e: DirEntry = { name: this.name(), kind: this.kind, mode: this.mode, size: this.size, mtimeNs: b.readBigInt64LE(this.statAt), ctimeNs: b.readBigInt64LE(this.statAt + 8), ino: this.ino(), dev: this.dev() };
+    if (this.linkLength >= 0) e.link = new Uint8Array(b.subarray(this.linkAt, this.linkAt + this.linkLength));
+    if (this.error) e.error = b.toString('utf8', this.errorAt, this.errorAt + this.errorLength);
+    return e;
+  }
+
+  private varint(): number {
+    let v = 0;
+    let scale = 1;
+    for (;;) {
+      const byte = this.bytes[this.at++]!;
+      v += (byte & 0x7f) * scale;
+      if (byte < 0x80) return v;
+      scale *= 0x80;
+    }
+  }
+}
+
+export function decodeListing(data: Uint8Array): DirEntry[] {
+  const c = new ListingCursor(data);
+  const entries: DirEntry[] = [];
+  while (c.next()) entries.push(c.entry());
   return entries;
 }

@@ -100,3 +100,88 @@ export function decodeTree(data: Uint8Array, what: string): TreeNode[] {
   if (!r.done) throw bad('trailing bytes');
   return nodes;
 }
+
+/**
+ * Reads an encoded tree node by node without building objects (a backup compares a directory's
+ * listing with it): the fields of the current node, and where its bytes lie.
+ */
+export class TreeCursor {
+  readonly bytes: Buffer;
+  readonly count: number;
+  private readonly what: string;
+  private at = 0;
+  private read = 0;
+  nameAt = 0;
+  nameLength = 0;
+  type: NodeType = 'f';
+  mode = 0;
+  /** Where the node's mtime, ctime and inode lie (24 bytes). */
+  statAt = 0;
+  size = 0;
+  chunksAt = 0;
+  chunkCount = 0;
+  subtreeAt = 0;
+  linkAt = 0;
+  linkLength = 0;
+
+  constructor(plain: Uint8Array, what: string) {
+    this.bytes = Buffer.from(plain.buffer, plain.byteOffset, plain.byteLength);
+    this.what = what;
+    if (this.u8() !== TREE_VERSION) throw this.bad('unknown tree version');
+    this.count = this.varint();
+  }
+
+  next(): boolean {
+    if (this.read === this.count) {
+      if (this.at !== this.bytes.length) throw this.bad('trailing bytes');
+      return false;
+    }
+    this.read++;
+    this.nameLength = this.varint();
+    this.nameAt = this.skip(this.nameLength);
+    const type = TYPES[this.u8()];
+    if (!type) throw this.bad('an entry has an unknown type');
+    this.type = type;
+    this.mode = this.varint();
+    this.statAt = this.skip(24);
+    if (type === 'f') {
+      this.size = this.varint();
+      this.skip(32);
+      this.chunkCount = this.varint();
+      this.chunksAt = this.skip(32 * this.chunkCount);
+    } else if (type === 'd') {
+      this.subtreeAt = this.skip(32);
+    } else {
+      this.linkLength = this.varint();
+      this.linkAt = this.skip(this.linkLength);
+    }
+    return true;
+  }
+
+  private bad(why: string): EngineError {
+    return new EngineError('CORRUPT_DATA', `${this.what}: ${why}`, { object: this.what });
+  }
+
+  private skip(n: number): number {
+    const at = this.at;
+    if (at + n > this.bytes.length) throw this.bad('truncated');
+    this.at += n;
+    return at;
+  }
+
+  private u8(): number {
+    return this.bytes[this.skip(1)]!;
+  }
+
+  private varint(): number {
+    let v = 0;
+    let scale = 1;
+    for (let i = 0; i < 8; i++) {
+      const b = this.u8();
+      v += (b & 0x7f) * scale;
+      if (b < 0x80) return v;
+      scale *= 0x80;
+    }
+    throw this.bad('a bad number');
+  }
+}

@@ -26,6 +26,12 @@ export interface Dir {
   plain?: Uint8Array;
 }
 
+/** A directory's tree as stored (format 2), not decoded: a backup compares it with the source as it is. */
+export interface StoredTree {
+  id: Uint8Array;
+  plain: Uint8Array;
+}
+
 const CACHED_PACKS = 4;
 
 /** Loads trees by id, keeping the last few tree packs it read. */
@@ -41,6 +47,11 @@ export class TreeLoader {
   }
 
   async load(id: Uint8Array): Promise<Dir> {
+    const { plain } = await this.stored(id);
+    return { id, plain, nodes: decodeTree(plain, `tree ${toHex(id)}`) };
+  }
+
+  async stored(id: Uint8Array): Promise<StoredTree> {
     let loc = await abortable(
       locate(this.repo, id, 'tree', () => (this.refreshed ??= this.repo.refreshIndex())),
       this.signal,
@@ -56,8 +67,7 @@ export class TreeLoader {
       pack = await abortable(this.pack(loc.pack), this.signal);
     }
     if (loc.offset + loc.length > pack.length) throw new EngineError('CORRUPT_DATA', `pack ${loc.pack} is shorter than its index says`, { pack: loc.pack });
-    const plain = decodeBlob(this.repo.blobKeys, loc, pack.subarray(loc.offset, loc.offset + loc.length));
-    return { id, plain, nodes: decodeTree(plain, `tree ${toHex(id)}`) };
+    return { id, plain: decodeBlob(this.repo.blobKeys, loc, pack.subarray(loc.offset, loc.offset + loc.length)) };
   }
 
   private pack(id: string): Promise<Uint8Array> {
@@ -111,6 +121,11 @@ export class SnapshotTrees {
     }
     this.legacy = fromV1Tree(decodeMeta<V1Entry[]>(this.repo.key, 'tree', data, name));
     return { nodes: checked(this.legacy.root, name) };
+  }
+
+  /** A directory's tree by id, not decoded (null for a format-1 snapshot, whose directories have none). */
+  async stored(id: Uint8Array): Promise<StoredTree | null> {
+    return this.header.tree === null ? null : this.loader.stored(id);
   }
 
   /** The directory a node of type 'd' stands for. */
