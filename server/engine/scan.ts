@@ -21,7 +21,7 @@ export interface Scan {
   stop(): void;
 }
 
-const KEEP_BYTES = 16 * 1024 * 1024;
+const KEEP_BYTES = 4 * 1024 * 1024;
 const KEEP_MS = 10_000;
 
 export function startScan(root: string, onTotals: (files: number, bytes: number) => void): Scan {
