@@ -1,4 +1,4 @@
-import { createHash, createSecretKey } from 'node:crypto';
+import { createSecretKey, hash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { decodeBlob, encodeBlob } from './blob.ts';
@@ -161,7 +161,7 @@ function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer
           encodedItems(file.size);
           const read = readSourceFile(file);
           if (!('plain' in read)) return read;
-          const sha256 = new Uint8Array(createHash('sha256').update(read.plain).digest());
+          const sha256 = new Uint8Array(hash('sha256', read.plain, 'buffer'));
           if (read.plain.length === 0) return { blob: null, sha256 };
           return { blob: encoded(encodeBlob(key, read.plain, msg.comp, msg.level, msg.encrypt), read.plain), sha256 };
         }),
