@@ -6,6 +6,7 @@ import { randomId } from './crypto.ts';
 import { EngineError } from './errors.ts';
 import { decodeAnyMeta, encodeBinaryMeta } from './meta.ts';
 import { readBlobList, writeBlobList } from './pack.ts';
+import { release } from './release.ts';
 import type { FinishedPack } from './pack.ts';
 import type { Backend } from './storage/backend.ts';
 import type { CompressionCode } from './types.ts';
@@ -111,6 +112,7 @@ export function addIndexFile(table: BlobTable, key: MasterKey, name: string, dat
       const pack = table.packNumber(r.raw(32));
       readBlobList(r, name, (id, type, encrypted, comp, offset, length, rawLength) => table.add(id, type, encrypted, comp, pack, offset, length, rawLength));
     }
+    release(meta.binary); // the decompressed index, freed now rather than at the next collection
   }
 }
 
