@@ -38,7 +38,7 @@ describe('an instance killed with SIGKILL mid-job', () => {
     for (let i = 0; i < 8; i++) writeFileSync(join(big, `f${i}`), randomBytes(16 * 1024 * 1024));
 
     // The instance that dies: a real server process, as `npm start` runs it.
-    const doomed = spawn(process.execPath, [join(import.meta.dirname, 'main.ts')], { env: { ...process.env, ...env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const doomed = spawn(process.execPath, [join(import.meta.dirname, 'main.ts')], { env: { ...process.env, ...env, PORT: '0', METRICS_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     doomed.stdout.on('data', (d: Buffer) => (out += d.toString()));
     doomed.stderr.on('data', (d: Buffer) => (out += d.toString()));

@@ -15,7 +15,7 @@ interface Started {
 
 /** Starts `npm start`'s entry point and waits until it listens (or exits). */
 async function start(env: Record<string, string>): Promise<Started> {
-  const child = spawn(process.execPath, [join(import.meta.dirname, 'main.ts')], { env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [join(import.meta.dirname, 'main.ts')], { env: { ...process.env, PORT: '0', METRICS_PORT: '0', HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));

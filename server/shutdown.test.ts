@@ -38,6 +38,7 @@ async function npmStartWithRunningBackup(name: string): Promise<{ npm: Started; 
     MASTER_KEY_FILE: join(dir, 'keys', 'master.key'),
     BACKUP_ALLOWED_ROOTS: join(dir, 'root'),
     PORT: String(port),
+    METRICS_PORT: '0',
     SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
     BACKUP_BOOTSTRAP_API_KEY: KEY,
     BACKUP_BOOTSTRAP_SECRET: SECRET,
