@@ -38,6 +38,16 @@ export class ChunkReader {
     );
   }
 
+  /** Tells the storage which data blobs will be read, in the order they will be (those not in the index yet are left out). */
+  expect(ids: readonly Uint8Array[]): void {
+    const expect = this.repo.backend.expect?.bind(this.repo.backend);
+    if (!expect) return;
+    for (const id of ids) {
+      const loc = this.repo.index.find(id, 'data');
+      if (loc) expect(packName(loc.pack), loc.offset, loc.length);
+    }
+  }
+
   /**
    * The plaintext of a small data blob, checked, read together with the other small blobs asked
    * for at the same time (see run-reader.ts): a view of a shared buffer, never to be released.

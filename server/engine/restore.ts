@@ -170,7 +170,9 @@ class RestoreJob {
       throw new EngineError('RESTORE_CONFLICT', `the target cannot be used: ${(err as Error).message}`, { path: target }, { cause: err });
     }
     this.progress.emit();
-    void this.count(root.nodes, selection).then(
+    // The walk also announces the chunks to read, in the restore's order, unless files may be left as they are.
+    const plan = created || this.opts.overwrite === 'always';
+    void this.count(root.nodes, selection, plan).then(
       ({ files, bytes }) => this.progress.setTotals(files, bytes),
       () => {},
     );
@@ -191,8 +193,11 @@ class RestoreJob {
     return { ...this.result, warnings: this.warnings.result() };
   }
 
-  /** Regular files and bytes the selection holds (a walk over the trees only), for the progress totals. */
-  private async count(nodes: TreeNode[], selection: Selection): Promise<{ files: number; bytes: number }> {
+  /**
+   * Regular files and bytes the selection holds (a walk over the trees only), for the progress
+   * totals; with `plan`, tells the reader which chunks the restore will read, in its order.
+   */
+  private async count(nodes: TreeNode[], selection: Selection, plan: boolean): Promise<{ files: number; bytes: number }> {
     let files = 0;
     let bytes = 0;
     for (const n of nodes) {
@@ -201,8 +206,9 @@ class RestoreJob {
       if (n.type === 'f' && sel === ALL) {
         files++;
         bytes += n.size;
+        if (plan && n.chunks) this.reader.expect(n.chunks);
       } else if (n.type === 'd') {
-        const sub = await this.count((await this.trees.children(n)).nodes, sel);
+        const sub = await this.count((await this.trees.children(n)).nodes, sel, plan);
         files += sub.files;
         bytes += sub.bytes;
       }

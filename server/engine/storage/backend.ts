@@ -31,6 +31,11 @@ export interface Backend {
   /** Removes an object; removing one that does not exist is not an error. */
   remove(name: string): Promise<void>;
   /**
+   * Optional, a hint: `length` bytes of `name` from `offset` will be read, after the ranges
+   * announced before. A store where each request costs much (S3) fetches ahead in that order.
+   */
+  expect?(name: string, offset: number, length: number): void;
+  /**
    * Optional: removes what interrupted saves left behind (a local directory's temp files) last
    * written before `olderThan`, and tells how much. Object stores leave it out: an unfinished
    * upload never becomes an object.

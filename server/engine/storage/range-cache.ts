@@ -8,6 +8,9 @@
  * Safe because the engine never changes an object once written (packs are named by their
  * content); a save or remove through the backend drops that object's windows all the same.
  * Every read gets its own copy: callers may transfer or release what they receive.
+ * A reader that knows what it will read tells it first (`expect`): the windows are then fetched
+ * ahead of the reads, in the order the reads will come (restic's restorer downloads several packs
+ * at once for the same reason: a pack's request is then no longer waited for between two packs).
  */
 export interface RangeCacheOptions {
   /** Size of a window, aligned on multiples of itself. */
@@ -16,6 +19,8 @@ export interface RangeCacheOptions {
   maxBytes: number;
   /** Longer ranges are not served from windows (they are read as asked). */
   maxRange: number;
+  /** Windows fetched ahead of the reads, when the reads were announced (`expect`), within `maxBytes`. */
+  ahead?: number;
 }
 
 /**
@@ -25,7 +30,7 @@ export interface RangeCacheOptions {
  * three are kept, since a restore's parallel reads straddle two packs at a time (with two kept,
  * they evict each other).
  */
-export const DEFAULT_RANGE_CACHE: RangeCacheOptions = { windowBytes: 24 * 2 ** 20, maxBytes: 72 * 2 ** 20, maxRange: 24 * 2 ** 20 };
+export const DEFAULT_RANGE_CACHE: RangeCacheOptions = { windowBytes: 24 * 2 ** 20, maxBytes: 72 * 2 ** 20, maxRange: 24 * 2 ** 20, ahead: 2 };
 
 /** Where a fetch hands its bytes, in order: `size` once, before any bytes, with how many will come. */
 export interface FetchSink {
@@ -105,6 +110,12 @@ export class RangeCache {
   private held = 0;
   /** Windows fetched and dropped since (cleared now and then, to stay small). */
   private readonly dropped = new Set<string>();
+  /** The windows announced reads will need, in the order of their first read; `planned` maps a window's key to its place. */
+  private readonly plan: { key: string; name: string; start: number }[] = [];
+  private readonly planned = new Map<string, number>();
+  /** The furthest place in the plan reads have reached. */
+  private reached = -1;
+  private pumping = false;
 
   constructor(fetch: FetchInto, options: RangeCacheOptions = DEFAULT_RANGE_CACHE) {
     this.fetch = fetch;
@@ -125,6 +136,52 @@ export class RangeCache {
     return size === undefined ? null : this.readFrom(name, offset, length, size);
   }
 
+  /**
+   * Announces a read of `length` bytes from `offset`, to come after those announced before: the
+   * windows it needs are fetched ahead (up to `ahead` beyond the furthest window read so far, and
+   * only while the windows not yet behind the reads fit within the budget). Only a hint: a read
+   * never announced is served all the same, and an announced one never made costs a window's
+   * fetch at most.
+   */
+  expect(name: string, offset: number, length: number): void {
+    if (length <= 0 || length > this.options.maxRange || !this.options.ahead) return;
+    const size = this.options.windowBytes;
+    for (let start = Math.floor(offset / size) * size; start < offset + length; start += size) {
+      const key = `${size}:${start}:${name}`;
+      if (this.planned.has(key)) continue;
+      this.planned.set(key, this.plan.length);
+      this.plan.push({ key, name, start });
+    }
+    this.pump();
+  }
+
+  /** Starts the fetches of the next planned windows that are due and fit. */
+  private pump(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      const size = this.options.windowBytes;
+      const last = Math.min(this.plan.length - 1, this.reached + (this.options.ahead ?? 0));
+      for (let i = Math.max(0, this.reached); i <= last; i++) {
+        const { key, name, start } = this.plan[i]!;
+        if (this.windows.has(key) || this.dropped.has(key)) continue;
+        if (this.aheadHeld() + size > this.options.maxBytes) return;
+        this.window(name, start, size);
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /** Bytes of the windows the reads have not left behind: being fetched, or at or past the furthest place reached. */
+  private aheadHeld(): number {
+    let held = 0;
+    for (const [key, w] of this.windows) {
+      if (!w.done || (this.planned.get(key) ?? -1) >= this.reached) held += w.held;
+    }
+    return held;
+  }
+
   /** Whether no window of this size that the range needs was dropped (and not fetched again). */
   private usable(name: string, offset: number, length: number, size: number): boolean {
     for (let start = Math.floor(offset / size) * size; start < offset + length; start += size) {
@@ -141,6 +198,11 @@ export class RangeCache {
       const to = Math.min(offset + length, start + size);
       const w = this.window(name, start, size);
       w.served += to - from;
+      const place = this.planned.get(`${size}:${start}:${name}`);
+      if (place !== undefined && place > this.reached) {
+        this.reached = place;
+        this.pump();
+      }
       const window = await w.until(to - start);
       if (window.length < to - start) throw new RangeError(`${name} holds fewer than ${offset + length} bytes`);
       out.set(window.subarray(from - start, to - start), from - offset);
@@ -191,6 +253,7 @@ export class RangeCache {
     void window.finished.then(() => {
       if (window.failure) this.forget(key, window);
       this.evict();
+      this.pump();
     });
     this.evict();
     return window;
@@ -202,11 +265,12 @@ export class RangeCache {
    * fetched is never dropped: reads are waiting for it, and would only fetch it again.
    */
   private evict(): void {
+    // Windows the reads have left behind go before those being read or fetched ahead for them.
+    const score = ([key, w]: [string, Window]) => w.served / Math.max(1, w.held) + ((this.planned.get(key) ?? -1) < this.reached ? 1 : 0);
     while (this.held > this.options.maxBytes) {
       let victim: [string, Window] | null = null;
       for (const entry of this.windows) {
-        const w = entry[1];
-        if (w.done && (!victim || w.served / Math.max(1, w.held) > victim[1].served / Math.max(1, victim[1].held))) victim = entry;
+        if (entry[1].done && (!victim || score(entry) > score(victim))) victim = entry;
       }
       if (!victim) return;
       this.forget(victim[0], victim[1], true);

@@ -56,7 +56,8 @@ export function createS3Client(connection: S3Connection, limits: S3Limits = DEFA
  * A repository under a prefix of an S3 bucket. Objects are written whole with one PutObject
  * (atomic: a reader sees the old object, none, or the whole new one); `ifAbsent` is
  * `If-None-Match: *`. Ranged reads are served from 24 MiB windows of the object (a whole
- * pack), each fetched once per backend and streamed in (range-cache.ts). Errors are the storage module's own (not-found, unavailable,
+ * pack), each fetched once per backend and streamed in, ahead of the reads once they are
+ * announced (range-cache.ts). Errors are the storage module's own (not-found, unavailable,
  * full); no SDK error leaves this module except as a `cause`.
  */
 export class S3Backend implements Backend {
@@ -124,6 +125,10 @@ export class S3Backend implements Backend {
     const bytes = await this.get(name, range);
     if (range && bytes.length !== range.length) throw new RangeError(`${name} holds fewer than ${range.offset + range.length} bytes`);
     return bytes;
+  }
+
+  expect(name: string, offset: number, length: number): void {
+    this.windows?.expect(name, offset, length);
   }
 
   /** The object, or up to `range.length` bytes of it from `range.offset` (fewer at its end). */
