@@ -30,7 +30,10 @@ export interface RangeCacheOptions {
  * three are kept, since a restore's parallel reads straddle two packs at a time (with two kept,
  * they evict each other).
  */
-export const DEFAULT_RANGE_CACHE: RangeCacheOptions = { windowBytes: 24 * 2 ** 20, maxBytes: 72 * 2 ** 20, maxRange: 24 * 2 ** 20, ahead: 2 };
+export const DEFAULT_RANGE_CACHE: RangeCacheOptions = { windowBytes: 24 * 2 ** 20, maxBytes: 96 * 2 ** 20, maxRange: 24 * 2 ** 20, ahead: 2 };
+
+/** How many windows before the furthest one read are still taken as being read (a restore reads from a few packs at once). */
+const BEHIND = 3;
 
 /** Where a fetch hands its bytes, in order: `size` once, before any bytes, with how many will come. */
 export interface FetchSink {
@@ -113,8 +116,12 @@ export class RangeCache {
   /** The windows announced reads will need, in the order of their first read; `planned` maps a window's key to its place. */
   private readonly plan: { key: string; name: string; start: number }[] = [];
   private readonly planned = new Map<string, number>();
+  /** Per planned window: the announced reads not made yet, by start: their length and how many. */
+  private readonly pending = new Map<string, Map<number, { length: number; count: number }>>();
   /** The furthest place in the plan reads have reached. */
   private reached = -1;
+  /** No window planned before this place has announced reads to come. */
+  private first = 0;
   private pumping = false;
 
   constructor(fetch: FetchInto, options: RangeCacheOptions = DEFAULT_RANGE_CACHE) {
@@ -139,7 +146,8 @@ export class RangeCache {
   /**
    * Announces a read of `length` bytes from `offset`, to come after those announced before: the
    * windows it needs are fetched ahead (up to `ahead` beyond the furthest window read so far, and
-   * only while the windows not yet behind the reads fit within the budget). Only a hint: a read
+   * only while the windows with announced reads still to come fit within the budget: a window is
+   * never fetched ahead at the cost of one still needed). Only a hint: a read
    * never announced is served all the same, and an announced one never made costs a window's
    * fetch at most.
    */
@@ -148,6 +156,11 @@ export class RangeCache {
     const size = this.options.windowBytes;
     for (let start = Math.floor(offset / size) * size; start < offset + length; start += size) {
       const key = `${size}:${start}:${name}`;
+      let pending = this.pending.get(key);
+      if (!pending) this.pending.set(key, (pending = new Map()));
+      const known = pending.get(offset);
+      if (known) known.count++;
+      else pending.set(offset, { length, count: 1 });
       if (this.planned.has(key)) continue;
       this.planned.set(key, this.plan.length);
       this.plan.push({ key, name, start });
@@ -162,10 +175,12 @@ export class RangeCache {
     try {
       const size = this.options.windowBytes;
       const last = Math.min(this.plan.length - 1, this.reached + (this.options.ahead ?? 0));
-      for (let i = Math.max(0, this.reached); i <= last; i++) {
+      while (this.first < last && !this.pending.has(this.plan[this.first]!.key)) this.first++;
+      for (let i = this.first; i <= last; i++) {
         const { key, name, start } = this.plan[i]!;
         if (this.windows.has(key) || this.dropped.has(key)) continue;
-        if (this.aheadHeld() + size > this.options.maxBytes) return;
+        if (!this.pending.has(key)) continue;
+        if (this.neededHeld() + size > this.options.maxBytes) return;
         this.window(name, start, size);
       }
     } finally {
@@ -173,13 +188,33 @@ export class RangeCache {
     }
   }
 
-  /** Bytes of the windows the reads have not left behind: being fetched, or at or past the furthest place reached. */
-  private aheadHeld(): number {
+  /**
+   * Bytes of the windows still needed: being fetched, or with announced reads to come and not
+   * left far behind (the reads still to come in a window the restore has long passed are of
+   * blobs shared with files restored later: they may be read from a smaller window again).
+   */
+  private neededHeld(): number {
     let held = 0;
-    for (const [key, w] of this.windows) {
-      if (!w.done || (this.planned.get(key) ?? -1) >= this.reached) held += w.held;
-    }
+    for (const [key, w] of this.windows) if (!w.done || this.needed(key)) held += w.held;
     return held;
+  }
+
+  private needed(key: string): boolean {
+    return this.pending.has(key) && (this.planned.get(key) ?? -1) >= this.reached - BEHIND;
+  }
+
+  /** Counts the announced reads whose ranges start within this read as made. */
+  private consume(key: string, offset: number, length: number): void {
+    const pending = this.pending.get(key);
+    if (!pending) return;
+    // A single blob is looked up; a longer read (a run of blobs) looks through the window's starts.
+    const take = (at: number, p: { count: number }) => (--p.count === 0 ? pending.delete(at) : true);
+    const exact = pending.get(offset);
+    if (exact) take(offset, exact);
+    if (exact?.length !== length) {
+      for (const [at, p] of pending) if (at > offset && at < offset + length) take(at, p);
+    }
+    if (pending.size === 0) this.pending.delete(key);
   }
 
   /** Whether no window of this size that the range needs was dropped (and not fetched again). */
@@ -198,7 +233,9 @@ export class RangeCache {
       const to = Math.min(offset + length, start + size);
       const w = this.window(name, start, size);
       w.served += to - from;
-      const place = this.planned.get(`${size}:${start}:${name}`);
+      const key = `${size}:${start}:${name}`;
+      this.consume(key, from, to - from);
+      const place = this.planned.get(key);
       if (place !== undefined && place > this.reached) {
         this.reached = place;
         this.pump();
@@ -265,8 +302,9 @@ export class RangeCache {
    * fetched is never dropped: reads are waiting for it, and would only fetch it again.
    */
   private evict(): void {
-    // Windows the reads have left behind go before those being read or fetched ahead for them.
-    const score = ([key, w]: [string, Window]) => w.served / Math.max(1, w.held) + ((this.planned.get(key) ?? -1) < this.reached ? 1 : 0);
+    // Windows no announced read still needs go first, then those the reads have left behind.
+    const score = ([key, w]: [string, Window]) =>
+      w.served / Math.max(1, w.held) + ((this.planned.get(key) ?? -1) < this.reached ? 1 : 0) + (this.needed(key) ? 0 : 2);
     while (this.held > this.options.maxBytes) {
       let victim: [string, Window] | null = null;
       for (const entry of this.windows) {
