@@ -86,3 +86,39 @@ it('drops the windows read most, never one still being fetched, and reads a drop
   expect(one.read('b', 0, 100)).toBeNull();
   expect(one.read('c', 0, 100)).not.toBeNull();
 });
+
+it('fetches the windows of announced reads ahead, in their order, never at the cost of a window still to be read', async () => {
+  const objects = new Map(['a', 'b', 'c', 'd', 'e'].map((n) => [n, randomBytes(8 * MiB)]));
+  const fetches: string[] = [];
+  const cache = new RangeCache(
+    async (name, offset, length, sink) => {
+      fetches.push(name);
+      const part = objects.get(name)!.subarray(offset, offset + length);
+      sink.size(part.length);
+      sink.data(part);
+    },
+    { windowBytes: 8 * MiB, maxBytes: 24 * MiB, maxRange: 8 * MiB, ahead: 2 },
+  );
+  const settle = () => new Promise((r) => setTimeout(r, 10));
+  const check = async (name: string, offset: number, length: number) => {
+    expect(Buffer.from(await cache.read(name, offset, length)!).equals(objects.get(name)!.subarray(offset, offset + length))).toBe(true);
+  };
+  // a is read twice, early and late; e is announced but never read.
+  for (const [name, offset] of [['a', 0], ['b', 0], ['a', 4 * MiB], ['c', 0], ['d', 0], ['e', 0]] as const) cache.expect(name, offset, 100);
+  await settle();
+  expect(fetches).toEqual(['a', 'b']); // ahead of any read
+  await check('a', 0, 100);
+  await settle();
+  expect(fetches).toEqual(['a', 'b', 'c']);
+  await check('b', 0, 100);
+  await settle();
+  // d fits once b, read in full, may go; a still has a read to come and is kept.
+  expect(fetches).toEqual(['a', 'b', 'c', 'd']);
+  await check('a', 4 * MiB, 100);
+  await check('c', 0, 100);
+  await check('d', 0, 100);
+  await check('b', 100, 100); // not announced: read all the same (from a smaller window, b having gone)
+  await settle();
+  expect(fetches.slice(0, 5)).toEqual(['a', 'b', 'c', 'd', 'e']);
+  expect(fetches.filter((n) => n === 'a')).toHaveLength(1);
+});

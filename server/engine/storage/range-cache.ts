@@ -27,8 +27,7 @@ export interface RangeCacheOptions {
  * A window holds a whole data pack (16 MiB, plus its last blob of up to 4 MiB and its header), so
  * a restore reads each pack in one request, as restic does, small blobs and large alike (a large
  * file's chunks read on their own beside the window of their pack downloaded its bytes twice);
- * three are kept, since a restore's parallel reads straddle two packs at a time (with two kept,
- * they evict each other).
+ * 96 MiB hold the packs a restore's parallel reads straddle and two more fetched ahead of them.
  */
 export const DEFAULT_RANGE_CACHE: RangeCacheOptions = { windowBytes: 24 * 2 ** 20, maxBytes: 96 * 2 ** 20, maxRange: 24 * 2 ** 20, ahead: 2 };
 
