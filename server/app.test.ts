@@ -145,6 +145,54 @@ describe('response validation', () => {
   });
 });
 
+describe('validators compiled at start', () => {
+  it('compiles every operation\'s request and response validators when it is mounted, none on a first request', async () => {
+    const doc = mergeDocuments([
+      { doc: loadDocument(GENERATED_DIR, 'backup'), basePath: backupBasePath },
+      { doc: loadDocument(GENERATED_DIR, 'tools'), basePath: toolsBasePath },
+    ]);
+    const validator = await openApiValidator(doc, true);
+    const app = express();
+    app.set('strict routing', true);
+    const operations: Array<{ method: string; path: string; body: boolean }> = [];
+    const before = validator.compiled();
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item)) {
+        const body = (operation as { requestBody?: unknown }).requestBody !== undefined;
+        operations.push({ method, path, body });
+        const expressPath = path.replace(/\{([^}]+)\}/g, ':$1');
+        (app as unknown as Record<string, (...a: unknown[]) => void>)[method]!(expressPath, ...(body ? jsonBody() : []), ...validator(method, path), (_req: unknown, res: express.Response) => {
+          res.status(200).json({});
+        });
+      }
+    }
+    const mounted = validator.compiled();
+    expect(mounted).toBeGreaterThan(before + operations.length);
+    app.use(errorHandler(pino({ level: 'silent' })));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const statuses = new Set<number>();
+      for (const { method, path, body } of operations) {
+        const url = origin + path.replace(/\{[^}]+\}/g, 'x1');
+        for (const contentType of body ? ['application/json', 'application/json; charset=utf-8'] : [undefined]) {
+          const res = await fetch(url, { method: method.toUpperCase(), ...(contentType ? { headers: { 'content-type': contentType }, body: '{}' } : {}) });
+          statuses.add(res.status);
+          await res.arrayBuffer();
+        }
+      }
+      // Requests were refused by request validation (400) and reached the handlers, whose answers
+      // response validation refused (500): both steps ran, and neither compiled anything.
+      expect(statuses).toContain(400);
+      expect(statuses).toContain(500);
+      expect(validator.compiled()).toBe(mounted);
+    } finally {
+      server.close();
+    }
+  });
+});
+
 describe('response validation in the assembled app', () => {
   /** The bundled documents, with SystemStatus demanding a property the handler never sends. */
   function stricterSpecDir(): string {

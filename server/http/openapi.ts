@@ -6,6 +6,7 @@ import { AjvOptions } from 'express-openapi-validator/dist/framework/ajv/options
 import { OpenApiSpecLoader } from 'express-openapi-validator/dist/framework/openapi.spec.loader.js';
 import type { OpenApiRequest, OpenApiRequestMetadata, OpenAPIV3, OpenApiValidatorOpts, ValidateResponseOpts } from 'express-openapi-validator/dist/framework/types.js';
 import { RequestValidator, ResponseValidator } from 'express-openapi-validator/dist/middlewares/index.js';
+import { ContentType } from 'express-openapi-validator/dist/middlewares/util.js';
 import { SchemaPreprocessor } from 'express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js';
 import { OpenApiValidator } from 'express-openapi-validator/dist/openapi.validator.js';
 
@@ -76,7 +77,27 @@ function settleUrlParseWarning(): void {
 }
 
 /** The validation of one operation: request (always), then response (when enabled). */
-export type OperationValidator = (method: string, path: string) => RequestHandler[];
+export type OperationValidator = ((method: string, path: string) => RequestHandler[]) & {
+  /** How many validators the library has compiled so far (none more once start-up is done). */
+  compiled(): number;
+};
+
+/** The request media types a body is expected in: each gets its validator before the first request. */
+const BODY_MEDIA_TYPES = ['application/json', 'application/json; charset=utf-8'];
+
+type Middleware = (req: unknown, res: unknown, next: unknown) => void;
+/** The library's per-(method, route, request media type) caches, filled here at start instead of on first use. */
+interface RequestValidatorInternals {
+  middlewareCache: Record<string, Middleware>;
+  buildMiddleware(path: string, schema: OpenAPIV3.OperationObject, contentType: ContentType, ajvCacheKey: string): Middleware;
+  ajv: { schemas: object };
+  ajvBody: { schemas: object };
+}
+interface ResponseValidatorInternals {
+  validatorsCache: Record<string, unknown>;
+  buildValidators(responses: unknown, ajvCacheKey: string): unknown;
+  ajvBody: { schemas: object };
+}
 
 /**
  * express-openapi-validator, built once at start for every operation of the merged document.
@@ -87,6 +108,12 @@ export type OperationValidator = (method: string, path: string) => RequestHandle
  * case-sensitive routing) names the operation. Request and response validation are the library's
  * own, with the options below; security is checked by our own middleware, and no operation takes
  * multipart bodies.
+ *
+ * The library compiles an operation's validators on the first request to it (per request media
+ * type), which made the first requests after a start wait on compilations; here each operation's
+ * request validator (bodiless, and for every BODY_MEDIA_TYPES) and response validators are
+ * compiled when the operation is mounted, before the server listens, into the library's own
+ * caches, so a later request of another media type still gets the library's own handling.
  */
 export async function openApiValidator(doc: OpenApiDocument, validateResponses: boolean): Promise<OperationValidator> {
   settleUrlParseWarning();
@@ -105,9 +132,13 @@ export async function openApiValidator(doc: OpenApiDocument, validateResponses: 
   const { ajvOpts } = eov as unknown as { ajvOpts: AjvOptions };
   const { apiDocRes } = new SchemaPreprocessor(spec.apiDoc, ajvOpts.preprocessor, options.validateResponses as ValidateResponseOpts).preProcess();
   const requests = new RequestValidator(spec.apiDoc, ajvOpts.request);
-  const responses = validateResponses ? new ResponseValidator(apiDocRes, ajvOpts.response, responseOpts, spec.serial).validate() : null;
+  const requestCaches = requests as unknown as RequestValidatorInternals;
+  const responseValidator = validateResponses ? new ResponseValidator(apiDocRes, ajvOpts.response, responseOpts, spec.serial) : null;
+  const responseCaches = responseValidator as unknown as ResponseValidatorInternals | null;
+  const responses = responseValidator?.validate() ?? null;
+  const responseIds = new Map<string, number>();
 
-  return (method, path) => {
+  const validator = (method: string, path: string): RequestHandler[] => {
     const route = spec.routes.find((r) => r.openApiRoute === path && r.method === method.toUpperCase());
     if (!route) throw new Error(`The document has no operation ${method.toUpperCase()} ${path}`);
     const key = route.openApiRoute.substring(route.basePath.length);
@@ -125,7 +156,38 @@ export async function openApiValidator(doc: OpenApiDocument, validateResponses: 
       };
       next();
     };
-    const request: RequestHandler = (req, res, next) => requests.validate(req as unknown as OpenApiRequest, res, next);
+
+    // The library's cache keys: `${method}-${expressRoute}-${normalized request media type}`.
+    const mediaTypes: Array<string | undefined> = schema.requestBody ? BODY_MEDIA_TYPES : [undefined];
+    const keyOf = (mediaType: string | undefined) => `${route.method}-${route.expressRoute}-${ContentType.fromString(mediaType as string).normalize() ?? 'not_provided'}`;
+    const compiledKey = keyOf(mediaTypes[0]); // the variants share one body schema, so one compilation
+    const byHeader = new Map<string | undefined, Middleware>();
+    for (const mediaType of mediaTypes) {
+      const built = requestCaches.buildMiddleware(route.expressRoute, schema, ContentType.fromString(mediaType as string), compiledKey);
+      requestCaches.middlewareCache[keyOf(mediaType)] = built;
+      byHeader.set(mediaType, built);
+    }
+    if (responseCaches && responseSchema) {
+      // Built one status at a time, each under a key naming its response's content: the many
+      // operations that answer the same response (the shared error answers) share one compilation.
+      const built: Record<string, unknown> = {};
+      for (const [status, response] of Object.entries((responseSchema as { responses: Record<string, unknown> }).responses)) {
+        const content = JSON.stringify(response);
+        let id = responseIds.get(content);
+        if (id === undefined) responseIds.set(content, (id = responseIds.size));
+        Object.assign(built, responseCaches.buildValidators({ [status]: response }, `response-${id}`));
+      }
+      for (const mediaType of mediaTypes) responseCaches.validatorsCache[keyOf(mediaType)] = built;
+    }
+    // The request's Content-Type as sent picks its validator without the library parsing it again.
+    const request: RequestHandler = (req, res, next) => {
+      const built = byHeader.get(req.headers['content-type']);
+      if (built) built(req, res, next);
+      else requests.validate(req as unknown as OpenApiRequest, res, next);
+    };
     return responses ? [metadata, request, responses as RequestHandler] : [metadata, request];
   };
+  const schemaCount = (ajv: { schemas: object }) => Object.keys(ajv.schemas).length;
+  validator.compiled = () => schemaCount(requestCaches.ajv) + schemaCount(requestCaches.ajvBody) + (responseCaches ? schemaCount(responseCaches.ajvBody) : 0);
+  return validator;
 }
