@@ -180,8 +180,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 
   app.use(cors(config.corsOrigins));
   app.use(requestId());
-  app.use(requestLogger(logger, probePaths));
-  if (metrics) app.use(metrics.http(operationOf));
+  app.use(requestLogger(logger, probePaths, metrics?.http(operationOf)));
   app.use(httpsPolicy(probePaths));
   app.use((req, res, next) => {
     res.setHeader('Cache-Control', 'no-store');

@@ -1,4 +1,5 @@
-import type { Request, RequestHandler } from 'express';
+import type { Request } from 'express';
+import type { FinishedRequest } from '../http/logger.ts';
 import type { Counter, Histogram } from 'prom-client';
 import type { MetricSet } from './definitions.ts';
 
@@ -7,10 +8,11 @@ type Children = { count: Counter.Internal; duration: Histogram.Internal<'operati
 /**
  * Counts and times every request when its answer is finished, by operation (server/http/
  * operation-of.ts) and status class. This runs on every request, so it does the least it can:
- * one clock read at each end and the label children looked up by operation and status digit,
- * made once each (there are at most (operations + 1) × status classes of them).
+ * it is called from the request log's 'finish' listener with the duration that log measured,
+ * and looks the label children up by operation and status digit, made once each (there are at
+ * most (operations + 1) × status classes of them).
  */
-export function httpMetrics(metrics: MetricSet, operationOf: (req: Request) => string): RequestHandler {
+export function httpMetrics(metrics: MetricSet, operationOf: (req: Request) => string): FinishedRequest {
   const children = new Map<string, Array<Children | undefined>>();
   const childrenOf = (operation: string, status: number): Children => {
     let byClass = children.get(operation);
@@ -23,13 +25,9 @@ export function httpMetrics(metrics: MetricSet, operationOf: (req: Request) => s
     }
     return c;
   };
-  return (req, res, next) => {
-    const started = performance.now();
-    res.on('finish', () => {
-      const c = childrenOf(operationOf(req), res.statusCode);
-      c.count.inc();
-      c.duration.observe((performance.now() - started) / 1000);
-    });
-    next();
+  return (req, res, seconds) => {
+    const c = childrenOf(operationOf(req), res.statusCode);
+    c.count.inc();
+    c.duration.observe(seconds);
   };
 }

@@ -4,7 +4,8 @@
  * time, and the listener that serves them on its own port (METRICS_PORT), never the API's.
  */
 import { createServer, type Server } from 'node:http';
-import type { Request, RequestHandler } from 'express';
+import type { Request } from 'express';
+import type { FinishedRequest } from '../http/logger.ts';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { observer, type ServiceEvents } from '../events.ts';
@@ -47,8 +48,8 @@ export class Metrics {
     if (!sources.certificateExpiry) this.registry.removeSingleMetric('backup_tls_certificate_expiry_timestamp_seconds');
   }
 
-  /** Express middleware counting and timing every request by operation and status class. */
-  http(operationOf: (req: Request) => string): RequestHandler {
+  /** Counts and times every finished request by operation and status class (called by the request log). */
+  http(operationOf: (req: Request) => string): FinishedRequest {
     return httpMetrics(this.metrics, operationOf);
   }
 
