@@ -311,15 +311,11 @@ export class SourceWalk {
         waits.push(observed((await this.dir(sub, path, earlier))()));
       }
     } catch (err) {
-      void Promise.allSettled([...waits, ...ahead.abandon()]).then(() => closeSync(fd));
+      closeWhenSettled(fd, [...waits, ...ahead.abandon()]);
       throw err;
     }
     const finished = observed((async () => {
-      const settled = await Promise.allSettled(waits);
-      closeSync(fd);
-      const failed = settled.find((s) => s.status === 'rejected');
-      if (failed) throw failed.reason;
-      const subtrees = settled.map((s) => (s as PromiseFulfilledResult<Uint8Array | null>).value);
+      const subtrees = await settleUnder(fd, waits);
       const kept = subtrees.every((id, k) => id !== null && bytesEqual(id, same.subdirs[k]!.subtree));
       let nodes: TreeNode[] | null = null;
       if (!kept || this.ctx.emit) {
@@ -396,15 +392,11 @@ export class SourceWalk {
         }
       }
     } catch (err) {
-      // The handle stays open until nothing scheduled can still use it.
-      void Promise.allSettled([...waits, ...ahead.abandon()]).then(() => closeSync(fd));
+      closeWhenSettled(fd, [...waits, ...ahead.abandon()]);
       throw err;
     }
     const finished = observed((async () => {
-      const settled = await Promise.allSettled(waits);
-      closeSync(fd);
-      const failed = settled.find((s) => s.status === 'rejected');
-      if (failed) throw failed.reason;
+      await settleUnder(fd, waits);
       const nodes = slots.filter((n): n is TreeNode => n !== null);
       for (const n of nodes) {
         if (n.type === 'd') this.directories++;
@@ -481,4 +473,18 @@ export class SourceWalk {
     });
     return () => result;
   }
+}
+
+/** Waits for everything scheduled under a directory's handle, then closes it; the results, or the first failure. */
+async function settleUnder<T>(fd: number, waits: Promise<T>[]): Promise<T[]> {
+  const settled = await Promise.allSettled(waits);
+  closeSync(fd);
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<T>).value);
+}
+
+/** After a failure: the handle stays open until nothing scheduled can still use it. */
+function closeWhenSettled(fd: number, pending: Promise<unknown>[]): void {
+  void Promise.allSettled(pending).then(() => closeSync(fd));
 }

@@ -66,6 +66,19 @@ export class ByteWriter {
   }
 }
 
+/** A varint (7 bits a byte, low bits first, at most 8 bytes) from successive bytes; null when it does not end within 8. */
+export function readVarint(u8: () => number): number | null {
+  let v = 0;
+  let scale = 1;
+  for (let i = 0; i < 8; i++) {
+    const b = u8();
+    v += (b & 0x7f) * scale;
+    if (b < 0x80) return v;
+    scale *= 0x80;
+  }
+  return null;
+}
+
 export class ByteReader {
   private readonly buf: Buffer;
   private at = 0;
@@ -90,15 +103,9 @@ export class ByteReader {
   }
 
   varint(): number {
-    let v = 0;
-    let scale = 1;
-    for (let i = 0; i < 8; i++) {
-      const b = this.u8();
-      v += (b & 0x7f) * scale;
-      if (b < 0x80) return v;
-      scale *= 0x80;
-    }
-    throw new EngineError('CORRUPT_DATA', `${this.what} holds a bad number`, { object: this.what });
+    const v = readVarint(() => this.u8());
+    if (v === null) throw new EngineError('CORRUPT_DATA', `${this.what} holds a bad number`, { object: this.what });
+    return v;
   }
 
   i64(): bigint {

@@ -1,4 +1,4 @@
-import { ByteReader, ByteWriter } from './codec.ts';
+import { ByteReader, ByteWriter, readVarint } from './codec.ts';
 import { EngineError } from './errors.ts';
 
 /**
@@ -174,14 +174,8 @@ export class TreeCursor {
   }
 
   private varint(): number {
-    let v = 0;
-    let scale = 1;
-    for (let i = 0; i < 8; i++) {
-      const b = this.u8();
-      v += (b & 0x7f) * scale;
-      if (b < 0x80) return v;
-      scale *= 0x80;
-    }
-    throw this.bad('a bad number');
+    const v = readVarint(() => this.u8());
+    if (v === null) throw this.bad('a bad number');
+    return v;
   }
 }
