@@ -160,24 +160,36 @@ describe('restore', () => {
     expect(st.mtime.toISOString()).toBe('2001-01-01T00:00:00.000Z');
   }
 
-  it('writes nothing (and chmods nothing) outside when a directory it created is moved away and replaced by a symlink', async () => {
+  /** The directory the restore made for `sub`: hidden under a temp name until its files are durable. */
+  async function made(target: string): Promise<string> {
+    const hidden = (await readdir(target)).filter((n) => n.startsWith('.restore-'));
+    expect(hidden).toHaveLength(1);
+    return join(target, hidden[0]!);
+  }
+
+  it('writes nothing (and chmods nothing) outside when a directory it created is moved away and replaced by a symlink, and never moves the symlink into place', async () => {
     const target = join(dir, 'target');
     const result = await restoreSwapping(target, async () => {
-      await rename(join(target, 'sub'), join(dir, 'sub-moved'));
-      await symlink(outside, join(target, 'sub'));
+      const sub = await made(target);
+      await rename(sub, join(dir, 'sub-moved'));
+      await symlink(outside, sub);
     });
     await outsideUntouched();
     // Every file went into the directory the restore created, wherever it now is.
     expect((await readdir(join(dir, 'sub-moved'))).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `file${String(i).padStart(2, '0')}.txt`));
     expect((await stat(join(dir, 'sub-moved'))).mode & 0o7777).toBe(0o750);
-    expect(result).toMatchObject({ filesRestored: 22, warnings: { count: 0 } });
+    // What was swapped in under its temp name is not shown as `sub`: the directory is a warning, its files not restored.
+    expect(await readdir(target)).not.toContain('sub');
+    expect(result).toMatchObject({ filesRestored: 2, warnings: { count: 1 } });
+    expect(t(result.warnings.items[0]!.path)).toBe('sub');
   });
 
   it('writes nothing outside when a directory it created is deleted and replaced by a symlink: each file is a warning', async () => {
     const target = join(dir, 'target');
     const result = await restoreSwapping(target, async () => {
-      await rm(join(target, 'sub'), { recursive: true });
-      await symlink(outside, join(target, 'sub'));
+      const sub = await made(target);
+      await rm(sub, { recursive: true });
+      await symlink(outside, sub);
     });
     await outsideUntouched();
     expect(result.filesRestored).toBe(2);

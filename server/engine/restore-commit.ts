@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { closeSync, fchmodSync, futimesSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
+import { closeSync, fchmodSync, fstatSync, futimesSync, lstatSync, readdirSync, renameSync, rmSync, unlinkSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { EngineError } from './errors.ts';
 import { TEMP_PREFIX, tempName } from './restore-file.ts';
@@ -7,16 +7,19 @@ import { atPath, fdDir } from './source.ts';
 import type { TreeNode } from './tree.ts';
 
 /**
- * Batched durability for a restore. Files and symlinks are written under temp names and handed
- * here instead of being fsynced one by one; a batch is committed in three steps: one `syncfs` of
- * every filesystem the batch wrote to (the temp files' data and metadata reach the disk), then
- * every temp file is renamed over its real name, then the directories whose subtrees are done
- * get their mode and times (they are closed after the next sync). So a name only ever shows a whole, durable file, also
- * after a crash (what a crash leaves is temp files, as before). `finish` commits the last batch
- * and syncs once more, so the renames and directory metadata are durable before the job is done.
+ * Batched durability for a restore. Nothing is fsynced one by one; a batch is committed in three
+ * steps: one `syncfs` of every filesystem the batch wrote to (the files' data and metadata reach
+ * the disk), then what was hidden is shown: every directory the restore made (under a temp name,
+ * its files under their real names inside) whose own entries are written is renamed to its real
+ * name, and every file written under a temp name into a directory that was already there is
+ * renamed over its real name; then the directories whose subtrees are done get their mode and
+ * times (they are closed after the next sync). So a path only ever shows a whole, durable file,
+ * also after a crash (what a crash leaves is temp files and temp directories). `finish` commits
+ * the last batch and syncs once more, so the renames and directory metadata are durable before
+ * the job is done.
  *
  * One syncfs per batch instead of one fsync per file: on small files the fsyncs (each a journal
- * commit) were most of a restore's time. Directory handles stay open until their batch is
+ * commit) were most of a restore's time; one rename per directory instead of one per file. Directory handles stay open until their batch is
  * committed; a batch is bounded in files and in directories held.
  */
 const syncFs = promisify(execFile);
@@ -25,12 +28,30 @@ const syncFs = promisify(execFile);
 const BATCH_FILES = 2048;
 const BATCH_DIRS = 256;
 
+/** Files (and symlinks) and bytes that an entry holds. */
+export interface Tally {
+  files: number;
+  bytes: number;
+}
+
 type Item =
   | { kind: 'file'; dirFd: number; temp: number; path: Uint8Array; size: number }
+  | { kind: 'reveal'; parentFd: number; temp: number; fd: number; path: Uint8Array; tally: Tally }
   | { kind: 'dir'; fd: number; mode: number; mtimeNs: bigint | null; path: Uint8Array };
 
-/** An entry that could not be committed: `size` is a file's (or symlink's: 0) when the entry was a file, null for a directory. */
-export type CommitFailure = (path: Uint8Array, err: unknown, size: number | null) => void;
+/** An entry that could not be committed: `lost` is what it held that is not restored after all (none for a directory's metadata). */
+export type CommitFailure = (path: Uint8Array, err: unknown, lost: Tally | null) => void;
+
+function lastName(path: Uint8Array): Uint8Array {
+  return path.subarray(path.lastIndexOf(0x2f) + 1);
+}
+
+/** Removes a temp file, or a temp directory with everything in it (symlinks inside are removed, never followed). */
+function removeTemp(dirFd: number, name: Uint8Array): void {
+  try {
+    rmSync(atPath(dirFd, name), { recursive: true, force: true });
+  } catch {}
+}
 
 function seconds(ns: bigint): number {
   return Number(ns / 1000n) / 1e6;
@@ -66,6 +87,21 @@ export class Commits {
     if (++this.files >= BATCH_FILES) await this.commit();
   }
 
+  /** A file or symlink written under its real name inside a hidden directory: it counts toward the batch. */
+  async written(): Promise<void> {
+    if (++this.files >= BATCH_FILES) await this.commit();
+  }
+
+  /**
+   * A directory the restore made under temp name number `temp` in the one open as `parentFd`
+   * (open itself as `fd`), whose own files and symlinks (`tally`) are written: it is renamed to
+   * the last name of `path` once its batch is committed.
+   */
+  async reveal(parentFd: number, temp: number, fd: number, path: Uint8Array, tally: Tally): Promise<void> {
+    this.queue.push({ kind: 'reveal', parentFd, temp, fd, path, tally });
+    if (++this.dirs >= BATCH_DIRS) await this.commit();
+  }
+
   /** A directory whose subtree is written: its metadata (`meta`, or none) is applied once its batch is committed. */
   async dirDone(fd: number, meta: TreeNode | false, path: Uint8Array): Promise<void> {
     this.queue.push({ kind: 'dir', fd, mode: meta ? meta.mode : 0, mtimeNs: meta ? meta.mtimeNs : null, path });
@@ -80,9 +116,10 @@ export class Commits {
   }
 
   /**
-   * After a failure or a cancel (once nothing writes any more): removes every temp file of this
-   * process from the directories still held, written or half-written, and closes them. A
-   * directory is closed only once its files are renamed, so no temp file is elsewhere.
+   * After a failure or a cancel (once nothing writes any more): removes every temp file and temp
+   * directory (with what it holds) of this process from the directories still held, and closes
+   * them. A directory is closed only once what was written into it is shown, so nothing hidden
+   * is elsewhere.
    */
   async abandon(): Promise<void> {
     await this.committing;
@@ -90,10 +127,7 @@ export class Commits {
     for (const fd of this.open.keys()) {
       try {
         for (const name of readdirSync(fdDir(fd), { encoding: 'buffer' })) {
-          if (name.subarray(0, TEMP_PREFIX.length).toString('latin1') !== TEMP_PREFIX) continue;
-          try {
-            unlinkSync(atPath(fd, name));
-          } catch {}
+          if (name.subarray(0, TEMP_PREFIX.length).toString('latin1') === TEMP_PREFIX) removeTemp(fd, name);
         }
       } catch {}
       closeSync(fd);
@@ -128,15 +162,33 @@ export class Commits {
     }
     this.closeCommitted();
     for (const item of items) {
+      if (item.kind === 'reveal') {
+        const temp = tempName(item.temp);
+        try {
+          // The name must still be the directory the restore holds: what was swapped in is never moved into place (nor removed).
+          const st = lstatSync(atPath(item.parentFd, temp));
+          const own = fstatSync(item.fd);
+          if (st.ino !== own.ino || st.dev !== own.dev) throw Object.assign(new Error('replaced during the restore'), { code: 'ENOTDIR' });
+          try {
+            renameSync(atPath(item.parentFd, temp), atPath(item.parentFd, lastName(item.path)));
+          } catch (err) {
+            removeTemp(item.parentFd, temp);
+            throw err;
+          }
+        } catch (err) {
+          this.failed(item.path, err, item.tally);
+        }
+        continue;
+      }
       if (item.kind === 'file') {
         const temp = atPath(item.dirFd, tempName(item.temp));
         try {
-          renameSync(temp, atPath(item.dirFd, item.path.subarray(item.path.lastIndexOf(0x2f) + 1)));
+          renameSync(temp, atPath(item.dirFd, lastName(item.path)));
         } catch (err) {
           try {
             unlinkSync(temp);
           } catch {}
-          this.failed(item.path, err, item.size);
+          this.failed(item.path, err, { files: 1, bytes: item.size });
         }
         continue;
       }

@@ -15,11 +15,12 @@ import type { TreeNode } from './tree.ts';
 
 /**
  * Writes one file or symlink of a restore inside a directory the restore holds open, never
- * through a path: it is created with O_CREAT|O_EXCL|O_NOFOLLOW under a short random temp name in
- * that directory, written, and given its mode and times through its own descriptor. The caller
- * hands the temp name to restore-commit.ts, which makes it durable and only then renames it over
- * the real name: no half-written file is ever visible under its real name, and a symlink swapped
- * in anywhere above is never followed.
+ * through a path: it is created with O_CREAT|O_EXCL|O_NOFOLLOW, written, and given its mode and
+ * times through its own descriptor. In a directory the restore made, which is hidden under a
+ * temp name until its files are durable (restore-commit.ts), it is created under its real name;
+ * in a directory that was there, under a temp name of its own, which restore-commit.ts renames
+ * over the real name once it is durable. Either way no half-written file is ever visible under
+ * its real path, and a symlink swapped in anywhere above is never followed.
  */
 
 /** Chunks of one file fetched ahead of the one being written. */
@@ -32,9 +33,14 @@ export interface FileWriteContext {
   signal: AbortSignal;
 }
 
-/** Temp names are `.restore-<random of this process>-<number>`: a written file is remembered by its number alone. */
+/** Temp names are `.restore-<random of this process>-<number>`: a temp file or directory is remembered by its number alone. */
 export const TEMP_PREFIX = `.restore-${randomBytes(8).toString('hex')}-`;
 let tempCount = 0;
+
+/** A temp name's number not used before in this process. */
+export function newTemp(): number {
+  return ++tempCount;
+}
 
 export function tempName(n: number): Buffer {
   return Buffer.from(`${TEMP_PREFIX}${n.toString(36)}`, 'latin1');
@@ -83,33 +89,29 @@ export async function sameContent(dirFd: number, name: Uint8Array, node: TreeNod
   }
 }
 
-/** Creates a symlink under a temp name; returns the name's number (see `tempName`). */
-export async function writeLink(dirFd: number, node: TreeNode): Promise<number> {
-  const n = ++tempCount;
-  const temp = atPath(dirFd, tempName(n));
-  await symlink(Buffer.from(node.link!), temp);
-  await lutimes(temp, seconds(node.mtimeNs), seconds(node.mtimeNs)).catch(() => {});
-  return n;
+/** Creates the symlink as `name` in the directory. */
+export async function writeLink(dirFd: number, node: TreeNode, name: Uint8Array): Promise<void> {
+  const at = atPath(dirFd, name);
+  await symlink(Buffer.from(node.link!), at);
+  await lutimes(at, seconds(node.mtimeNs), seconds(node.mtimeNs)).catch(() => {});
 }
 
-/** Creates a regular file with its content, mode and mtime under a temp name (not synced); returns the name's number (see `tempName`). */
-export async function writeFile(ctx: FileWriteContext, dirFd: number, node: TreeNode): Promise<number> {
-  const n = ++tempCount;
+/** Creates the regular file as `name` in the directory, with its content, mode and mtime (not synced). */
+export async function writeFile(ctx: FileWriteContext, dirFd: number, node: TreeNode, name: Uint8Array): Promise<void> {
   if ((node.chunks?.length ?? 0) <= 1) {
-    await writeSmall(ctx, dirFd, node, tempName(n));
-    return n;
+    await writeSmall(ctx, dirFd, node, name);
+    return;
   }
-  const temp = atPath(dirFd, tempName(n));
-  const fh = await open(temp, CREATE_FLAGS, 0o600);
+  const at = atPath(dirFd, name);
+  const fh = await open(at, CREATE_FLAGS, 0o600);
   try {
     await writeChunks(ctx, fh, node);
     await fh.chmod(restoredFileMode(node.mode));
     await fh.utimes(seconds(node.mtimeNs), seconds(node.mtimeNs));
     await fh.close();
-    return n;
   } catch (err) {
     await fh.close().catch(() => {});
-    await unlink(temp).catch(() => {});
+    await unlink(at).catch(() => {});
     throw err;
   }
 }
@@ -119,7 +121,7 @@ export async function writeFile(ctx: FileWriteContext, dirFd: number, node: Tree
  * writes it (restore-write.ts), with the other small files of the same run; an empty file, or
  * one whose chunk had to be read on its own, is written here.
  */
-async function writeSmall(ctx: FileWriteContext, dirFd: number, node: TreeNode, name: Buffer): Promise<void> {
+async function writeSmall(ctx: FileWriteContext, dirFd: number, node: TreeNode, name: Uint8Array): Promise<void> {
   const { reader, progress, signal } = ctx;
   // A copy of its own: the name goes to a worker, and a view of Buffer's pool would be sent with the whole pool slab.
   const file: SmallFile = { dirFd, name: new Uint8Array(name), mode: node.mode, mtime: seconds(node.mtimeNs) };

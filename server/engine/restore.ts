@@ -8,7 +8,8 @@ import { WorkerPool } from './pool.ts';
 import { ProgressReporter } from './progress.ts';
 import type { Repository } from './repository.ts';
 import { Commits } from './restore-commit.ts';
-import { existing, existingSync, sameContent, writeFile, writeLink } from './restore-file.ts';
+import type { Tally } from './restore-commit.ts';
+import { existing, existingSync, newTemp, sameContent, tempName, writeFile, writeLink } from './restore-file.ts';
 import { ALL, below, select } from './select.ts';
 import type { Selection } from './select.ts';
 import { childPath } from './snapshot.ts';
@@ -108,10 +109,10 @@ class RestoreJob {
   private readonly warnings = new WarningList();
   private readonly smallSlots = new Slots(SMALL_IN_FLIGHT);
   private readonly largeSlots = new Slots(LARGE_IN_FLIGHT);
-  private readonly commits = new Commits((path, err, size) => {
-    if (size !== null) {
-      this.result.filesRestored--;
-      this.result.sizeBytes -= size;
+  private readonly commits = new Commits((path, err, lost) => {
+    if (lost) {
+      this.result.filesRestored -= lost.files;
+      this.result.sizeBytes -= lost.bytes;
     }
     this.failed(path, err);
   });
@@ -177,7 +178,7 @@ class RestoreJob {
       () => {},
     );
     try {
-      const done = await this.dir(fd, new Uint8Array(0), root.nodes, selection, created, false);
+      const done = await this.dir(fd, new Uint8Array(0), root.nodes, selection, created, false, null);
       await done();
       if (!this.fatal && !this.signal.aborted) await this.commits.finish();
     } catch (err) {
@@ -220,9 +221,21 @@ class RestoreJob {
    * Restores the selected entries of one directory (open as `fd`, closed here once its subtree is
    * done); returns once its work is scheduled. `created`: the restore made this directory, so
    * nothing in it can be in the way. `meta`: the directory's own mode and times, applied last.
+   * `hidden`: the restore made it under a temp name in the directory open as `parentFd`; its
+   * entries get their real names, and it is shown under its own once they are durable.
    */
-  private async dir(fd: number, rel: Uint8Array, nodes: TreeNode[], selection: Selection, created: boolean, meta: TreeNode | false): Promise<() => Promise<void>> {
-    const waits: Promise<void>[] = [];
+  private async dir(
+    fd: number,
+    rel: Uint8Array,
+    nodes: TreeNode[],
+    selection: Selection,
+    created: boolean,
+    meta: TreeNode | false,
+    hidden: { parentFd: number; temp: number } | null,
+  ): Promise<() => Promise<void>> {
+    const own: Promise<void>[] = [];
+    const subdirs: Promise<void>[] = [];
+    const tally: Tally = { files: 0, bytes: 0 };
     try {
       for (const node of nodes) {
         if (this.signal.aborted) break;
@@ -234,8 +247,8 @@ class RestoreJob {
           const children = await this.trees.children(node);
           const sub = this.openDir(fd, node, path, created);
           if (!sub) continue;
-          const done = await this.dir(sub.fd, path, children.nodes, sel, sub.created, sel === ALL ? node : false);
-          waits.push(observed(done()));
+          const done = await this.dir(sub.fd, path, children.nodes, sel, sub.created, sel === ALL ? node : false, sub.temp === null ? null : { parentFd: fd, temp: sub.temp });
+          subdirs.push(observed(done()));
         } else if (sel === ALL) {
           const slots = (node.chunks?.length ?? 0) > 1 ? this.largeSlots : this.smallSlots;
           await slots.take(this.signal);
@@ -243,14 +256,17 @@ class RestoreJob {
             slots.give();
             break;
           }
-          waits.push(observed(this.entry(fd, node, path, created).finally(() => slots.give())));
+          own.push(observed(this.entry(fd, node, path, created, hidden ? tally : null).finally(() => slots.give())));
         }
       }
     } catch (err) {
       this.stop(err);
     }
     const finished = (async () => {
-      await Promise.allSettled(waits);
+      await Promise.allSettled(own);
+      // Shown once its own entries are durable; before its parent's metadata, which the rename would change.
+      if (hidden && !this.signal.aborted) await this.commits.reveal(hidden.parentFd, hidden.temp, fd, rel, tally).catch((err: unknown) => this.stop(err));
+      await Promise.allSettled(subdirs);
       // Its metadata is applied, and it is closed, once the entries written into it are committed.
       if (!this.signal.aborted) await this.commits.dirDone(fd, meta, rel).catch((err: unknown) => this.stop(err));
     })();
@@ -258,24 +274,21 @@ class RestoreJob {
   }
 
   /**
-   * Creates (or, when it exists, opens) a directory inside the one open as `parentFd`; null when
-   * it was not (warning). Synchronous calls: two thread-pool round trips per directory cost more
-   * than the calls, and the walk would wait for them.
+   * Opens a directory that exists inside the one open as `parentFd`, or creates it there hidden
+   * under a temp name (`temp`, see `dir`); null when neither was possible (warning). Synchronous
+   * calls: two thread-pool round trips per directory cost more than the calls, and the walk would
+   * wait for them.
    */
-  private openDir(parentFd: number, node: TreeNode, path: Uint8Array, parentCreated: boolean): { fd: number; created: boolean } | null {
-    const at = atPath(parentFd, node.name);
-    let created = false;
+  private openDir(parentFd: number, node: TreeNode, path: Uint8Array, parentCreated: boolean): { fd: number; created: boolean; temp: number | null } | null {
+    let at = atPath(parentFd, node.name);
+    let temp: number | null = null;
     try {
-      if (!parentCreated) {
-        const st = existingSync(parentFd, node.name);
-        if (st && !st.isDirectory()) throw new EngineError('RESTORE_CONFLICT', `${pathToText(path)} exists and is not a directory`, { path: pathToText(path) });
-        if (!st) {
-          mkdirSync(at, { mode: 0o700 });
-          created = true;
-        }
-      } else {
+      const there = parentCreated ? null : existingSync(parentFd, node.name);
+      if (there && !there.isDirectory()) throw new EngineError('RESTORE_CONFLICT', `${pathToText(path)} exists and is not a directory`, { path: pathToText(path) });
+      if (!there) {
+        temp = newTemp();
+        at = atPath(parentFd, tempName(temp));
         mkdirSync(at, { mode: 0o700 });
-        created = true;
       }
       const fd = openSync(at, DIR_FLAGS);
       const st = fstatSync(fd);
@@ -284,7 +297,7 @@ class RestoreJob {
         throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
       }
       this.commits.opened(fd, st.dev);
-      return { fd, created };
+      return { fd, created: temp !== null, temp };
     } catch (err) {
       if (errnoCode(err) === 'ELOOP' || errnoCode(err) === 'ENOTDIR' || errnoCode(err) === 'EEXIST') {
         this.warnings.add(path, 'replaced during the restore: its contents are not restored');
@@ -293,8 +306,11 @@ class RestoreJob {
     }
   }
 
-  /** Restores one file or symlink, unless `overwrite` keeps what is there. */
-  private async entry(dirFd: number, node: TreeNode, path: Uint8Array, parentCreated: boolean): Promise<void> {
+  /**
+   * Restores one file or symlink, unless `overwrite` keeps what is there. In a hidden directory
+   * (`tally`, which counts what it holds) under its real name, else under a temp name of its own.
+   */
+  private async entry(dirFd: number, node: TreeNode, path: Uint8Array, parentCreated: boolean, tally: Tally | null): Promise<void> {
     try {
       const st = parentCreated ? null : await existing(dirFd, node.name);
       if (st) {
@@ -308,13 +324,19 @@ class RestoreJob {
           return;
         }
       }
-      const temp = node.type === 'l' ? await writeLink(dirFd, node) : await writeFile({ reader: this.reader, progress: this.progress, signal: this.signal }, dirFd, node);
-      if (node.type === 'f') {
-        this.result.sizeBytes += node.size;
-        this.progress.add(1, 0);
-      }
+      const temp = tally ? null : newTemp();
+      const name = temp === null ? node.name : tempName(temp);
+      if (node.type === 'l') await writeLink(dirFd, node, name);
+      else await writeFile({ reader: this.reader, progress: this.progress, signal: this.signal }, dirFd, node, name);
+      const size = node.type === 'f' ? node.size : 0;
+      if (node.type === 'f') this.progress.add(1, 0);
+      this.result.sizeBytes += size;
       this.result.filesRestored++;
-      await this.commits.file(dirFd, temp, path, node.type === 'f' ? node.size : 0);
+      if (tally) {
+        tally.files++;
+        tally.bytes += size;
+        await this.commits.written();
+      } else await this.commits.file(dirFd, temp!, path, size);
     } catch (err) {
       this.failed(path, err);
     }
