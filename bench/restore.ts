@@ -3,7 +3,8 @@
  *   npm run bench:restore -- [--sets r,s] [--files 100000] [--runs 3] [--tools ours,ours@../main,restic] [--dir .bench]
  * Data sets: (r) the real tree of bench:engine (node_modules plus 256 MiB random), (s) bench:scale's
  * tree of `--files` small files. Each tool backs each set up once (not timed; its repository is
- * kept in <dir>/restore/ for later runs, shared by every `ours@<checkout>`); then every round
+ * kept in <dir>/restore/ for later runs, shared by every `ours@<checkout>`) and read once (so
+ * that no restore pays for reading it from disk while the others find it cached); then every round
  * restores it with each tool back to back (the order rotating), into a new directory, `sync`
  * before each. Wall time here, CPU time and peak RSS from GNU time; median [min–max] over the
  * rounds and the ratio of the medians to restic's, with the load average at each restore.
@@ -13,7 +14,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -40,6 +41,10 @@ const SETS: Record<string, { label: string; dir: string; generate: (dir: string)
   r: { label: '(r) real tree', dir: join(base, 'data', 'r'), generate: (dir) => generateRealTree(dir, join(root, 'node_modules')) },
   s: { label: `(s) ${files.toLocaleString('en')} small files`, dir: join(base, 'scale', 'data', String(files)), generate: (dir) => generateScaleTree(dir, files) },
 };
+
+async function warm(dir: string): Promise<void> {
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) if (e.isFile()) await readFile(join(e.parentPath, e.name));
+}
 
 /** `ours@<checkout>` restores with another checkout's engine from the same repository as `ours`. */
 function toolOf(spec: string): { tool: Tool; family: string } {
@@ -89,6 +94,8 @@ async function main(): Promise<void> {
       }
       snapshots.set(family, (await readFile(snapFile, 'utf8')).trim());
     }
+    // Every repository read once before the rounds: the first restore does not pay for reading from disk what the others find cached.
+    for (const family of snapshots.keys()) await warm(join(work, `${family}-${set.name}`));
     const samples = new Map<string, (Measure & { load: number })[]>(tools.map(({ tool }) => [tool.name, []]));
     for (let r = 0; r < runs; r++) {
       for (let i = 0; i < tools.length; i++) {
