@@ -1,7 +1,6 @@
 import type { BlobLocation } from './blob-table.ts';
 import type { BlobRef } from './blob.ts';
 import { EngineError } from './errors.ts';
-import type { WorkerPool } from './pool.ts';
 import type { SmallFile } from './restore-write.ts';
 
 /**
@@ -29,6 +28,11 @@ export interface DecodedRun {
   errors: ({ code: string; message: string; errno?: boolean } | null)[];
 }
 
+/** What decodes a run: the worker pool (pool.ts). */
+export interface RunDecoder {
+  decodeRun(blobs: RunBlob[], data: Uint8Array): Promise<DecodedRun>;
+}
+
 /** Blobs this far apart in a pack are still read in one load (the bytes between are read and dropped). */
 const GAP = 64 * 1024;
 const RUN_BYTES = 4 * 1024 * 1024;
@@ -47,14 +51,14 @@ export class RunReader {
   private scheduled = false;
   private readonly load: Load;
   private readonly single: (loc: BlobLocation) => Promise<Uint8Array>;
-  private readonly pool: WorkerPool;
+  private readonly pool: RunDecoder;
 
   /**
    * `load` reads a range of a pack (with the storage's failures already in engine terms);
    * `single` reads one blob on its own, following it when a prune has moved it since the index
    * was loaded — used for each blob of a run whose pack is gone.
    */
-  constructor(pool: WorkerPool, load: Load, single: (loc: BlobLocation) => Promise<Uint8Array>) {
+  constructor(pool: RunDecoder, load: Load, single: (loc: BlobLocation) => Promise<Uint8Array>) {
     this.pool = pool;
     this.load = load;
     this.single = single;

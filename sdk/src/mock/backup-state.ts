@@ -5,12 +5,7 @@
 import { MockApiError, newId, successResponse, type MockResponse } from './answers.ts';
 import { endOf, isFinal, presentJob, statusAt, timeline, type FileEntry, type JobKind, type MockJob } from './jobs.ts';
 import type { Routes } from './routes.ts';
-import type { Handler, MockCall, MockOptions } from './types.ts';
-
-export interface Account {
-  id: string;
-  plan: string;
-}
+import type { Account, Handler, MockCall, MockOptions } from './types.ts';
 
 interface IssuedToken {
   account: Account;

@@ -8,26 +8,13 @@
  * a fresh `meta`, and rate-limit headers that agree with the counters.
  */
 import { MockApiError, errorResponse, merge, requestIdFor, type MockResponse } from './answers.ts';
-import { BackupState, type Account } from './backup-state.ts';
+import { BackupState } from './backup-state.ts';
 import { binding, Counters, limitHeaders, secondsUntilReset, type LimitState } from './limits.ts';
 import { Routes, type ApiName, type MockApis, type Route } from './routes.ts';
 import { ToolsState } from './tools-state.ts';
-import type { Handler, MockCall, MockOptions } from './types.ts';
+import type { Account, Handler, MockCall, MockOptions, MockRequest } from './types.ts';
 
-export interface MockRequest {
-  api: ApiName;
-  method: string;
-  url: URL;
-  headers: Headers;
-  /** The body as text; undefined when none was sent. */
-  body?: string;
-  /** The body's size in bytes (it may have been cut short past the limit). */
-  bodyBytes: number;
-  /** False when the body's bytes were not valid UTF-8 (a transport that sees bytes says so). */
-  utf8?: boolean;
-  /** The caller's address: the key of per-address limits. */
-  clientAddress: string;
-}
+export type { MockRequest } from './types.ts';
 
 export interface Problem {
   path: string;

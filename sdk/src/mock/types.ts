@@ -1,8 +1,27 @@
 /** The shapes shared by the mock's layers. */
 import type { MockResponse } from './answers.ts';
-import type { Account } from './backup-state.ts';
-import type { Route } from './routes.ts';
-import type { MockRequest } from './service.ts';
+import type { ApiName, Route } from './routes.ts';
+
+/** An account of the mock: its id and plan. */
+export interface Account {
+  id: string;
+  plan: string;
+}
+
+export interface MockRequest {
+  api: ApiName;
+  method: string;
+  url: URL;
+  headers: Headers;
+  /** The body as text; undefined when none was sent. */
+  body?: string;
+  /** The body's size in bytes (it may have been cut short past the limit). */
+  bodyBytes: number;
+  /** False when the body's bytes were not valid UTF-8 (a transport that sees bytes says so). */
+  utf8?: boolean;
+  /** The caller's address: the key of per-address limits. */
+  clientAddress: string;
+}
 
 export interface MockOptions {
   /** Seconds a job takes from creation to completed (default 5; queued for the first fifth, at most 1 s). */
