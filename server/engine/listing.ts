@@ -1,5 +1,5 @@
 import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
-import { ByteWriter } from './codec.ts';
+import { ByteWriter, readVarint } from './codec.ts';
 import { atPath, fdDir, kindOfMode, openFailure } from './source.ts';
 import type { EntryKind } from './source.ts';
 
@@ -167,14 +167,9 @@ export class ListingCursor {
   }
 
   private varint(): number {
-    let v = 0;
-    let scale = 1;
-    for (;;) {
-      const byte = this.bytes[this.at++]!;
-      v += (byte & 0x7f) * scale;
-      if (byte < 0x80) return v;
-      scale *= 0x80;
-    }
+    const v = readVarint(() => this.bytes[this.at++]!);
+    if (v === null) throw new Error('a listing holds a bad number'); // listings are made by listDirectory, never read from storage
+    return v;
   }
 }
 

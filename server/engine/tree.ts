@@ -1,4 +1,4 @@
-import { ByteReader, ByteWriter, readVarint } from './codec.ts';
+import { ByteWriter, readVarint } from './codec.ts';
 import { EngineError } from './errors.ts';
 
 /**
@@ -70,40 +70,36 @@ export function validName(name: Uint8Array): boolean {
 }
 
 export function decodeTree(data: Uint8Array, what: string): TreeNode[] {
-  const r = new ByteReader(data, what);
-  const bad = (why: string): EngineError => new EngineError('CORRUPT_DATA', `${what}: ${why}`, { object: what });
-  if (r.u8() !== TREE_VERSION) throw bad('unknown tree version');
-  const count = r.varint();
+  const c = new TreeCursor(data, what);
+  const b = c.bytes;
+  const copy = (at: number, n: number): Uint8Array => new Uint8Array(b.subarray(at, at + n));
   const nodes: TreeNode[] = [];
   let previous: Uint8Array | null = null;
-  for (let i = 0; i < count; i++) {
-    const name = r.bytes();
-    if (!validName(name)) throw bad('an entry has an unsafe name');
-    if (previous && compareNames(previous, name) >= 0) throw bad('entries are not in name order');
+  while (c.next()) {
+    const name = copy(c.nameAt, c.nameLength);
+    if (!validName(name)) throw c.bad('an entry has an unsafe name');
+    if (previous && compareNames(previous, name) >= 0) throw c.bad('entries are not in name order');
     previous = name;
-    const type = TYPES[r.u8()];
-    if (!type) throw bad('an entry has an unknown type');
-    const node: TreeNode = { name, type, mode: r.varint(), mtimeNs: r.i64(), ctimeNs: r.i64(), ino: r.u64(), size: 0 };
-    if (type === 'f') {
-      node.size = r.varint();
-      node.sha256 = r.raw(32);
-      const n = r.varint();
+    const node: TreeNode = { name, type: c.type, mode: c.mode, mtimeNs: b.readBigInt64LE(c.statAt), ctimeNs: b.readBigInt64LE(c.statAt + 8), ino: b.readBigUInt64LE(c.statAt + 16), size: 0 };
+    if (c.type === 'f') {
+      node.size = c.size;
+      node.sha256 = copy(c.sha256At, 32);
       node.chunks = [];
-      for (let c = 0; c < n; c++) node.chunks.push(r.raw(32));
-    } else if (type === 'd') {
-      node.subtree = r.raw(32);
+      for (let k = 0; k < c.chunkCount; k++) node.chunks.push(copy(c.chunksAt + 32 * k, 32));
+    } else if (c.type === 'd') {
+      node.subtree = copy(c.subtreeAt, 32);
     } else {
-      node.link = r.bytes();
+      node.link = copy(c.linkAt, c.linkLength);
     }
     nodes.push(node);
   }
-  if (!r.done) throw bad('trailing bytes');
   return nodes;
 }
 
 /**
  * Reads an encoded tree node by node without building objects (a backup compares a directory's
- * listing with it): the fields of the current node, and where its bytes lie.
+ * listing with it; decodeTree builds the nodes from it): the fields of the current node, and
+ * where its bytes lie.
  */
 export class TreeCursor {
   readonly bytes: Buffer;
@@ -118,6 +114,7 @@ export class TreeCursor {
   /** Where the node's mtime, ctime and inode lie (24 bytes). */
   statAt = 0;
   size = 0;
+  sha256At = 0;
   chunksAt = 0;
   chunkCount = 0;
   subtreeAt = 0;
@@ -146,7 +143,7 @@ export class TreeCursor {
     this.statAt = this.skip(24);
     if (type === 'f') {
       this.size = this.varint();
-      this.skip(32);
+      this.sha256At = this.skip(32);
       this.chunkCount = this.varint();
       this.chunksAt = this.skip(32 * this.chunkCount);
     } else if (type === 'd') {
@@ -158,7 +155,7 @@ export class TreeCursor {
     return true;
   }
 
-  private bad(why: string): EngineError {
+  bad(why: string): EngineError {
     return new EngineError('CORRUPT_DATA', `${this.what}: ${why}`, { object: this.what });
   }
 
