@@ -84,7 +84,7 @@ export class Commits {
    */
   async file(dirFd: number, temp: number, path: Uint8Array, size: number): Promise<void> {
     this.queue.push({ kind: 'file', dirFd, temp, path, size });
-    if (++this.files >= BATCH_FILES) await this.commit();
+    await this.written();
   }
 
   /** A file or symlink written under its real name inside a hidden directory: it counts toward the batch. */
