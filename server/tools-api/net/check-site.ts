@@ -210,7 +210,7 @@ function startTls(socket: net.Socket, url: URL, options: CheckSiteOptions, signa
 async function openConnection(url: URL, options: CheckSiteOptions, signal: AbortSignal): Promise<net.Socket> {
   const addresses = await allowedAddresses(url, options, signal);
   const port = targetPort(url);
-  let lastError: unknown = new Down('CONNECTION_REFUSED');
+  let lastError: unknown;
   for (const address of addresses) {
     let socket: net.Socket;
     try {
@@ -222,7 +222,7 @@ async function openConnection(url: URL, options: CheckSiteOptions, signal: Abort
     }
     return url.protocol === 'https:' ? startTls(socket, url, options, signal) : socket;
   }
-  throw lastError;
+  throw lastError ?? new Down('CONNECTION_REFUSED');
 }
 
 interface Head {
