@@ -55,15 +55,19 @@ export interface Tool {
 const PASSWORD = 'bench-password-not-secret';
 
 
+/** `npm start`'s command (its script in package.json): every process a benchmark starts runs as it runs the server. */
+const START = (JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+
 /**
- * The V8 flags `npm start` gives the server (its script in package.json): every process of ours a
- * benchmark starts runs with them, so it measures what is shipped. (4 MB semi-spaces: without
- * them V8 lets the main thread's young generation grow to 128 MB; see docs/decisions.md.)
+ * The V8 flags of that command: every process of ours a benchmark starts runs with them, so it
+ * measures what is shipped. (4 MB semi-spaces: without them V8 lets the main thread's young
+ * generation grow to 128 MB; see docs/decisions.md.)
  */
-export const NODE_FLAGS: string[] = (() => {
-  const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { scripts: { start: string } };
-  return /\bnode((?: --\S+)*) server\/main\.ts/.exec(pkg.scripts.start)?.[1]!.trim().split(' ').filter(Boolean) ?? [];
-})();
+export const NODE_FLAGS: string[] = /\bnode((?: --\S+)*) server\/main\.ts/.exec(START)?.[1]!.trim().split(' ').filter(Boolean) ?? [];
+
+// The command's environment (`env NAME=value … node`: glibc's malloc settings) is set for every
+// process the benchmark starts, the peers' too (restic, a Go binary, does not use glibc's malloc).
+for (const [, name, value] of /\benv((?: \w+=\S+)+) node\b/.exec(START)?.[1]!.matchAll(/(\w+)=(\S+)/g) ?? []) process.env[name!] = value!;
 
 export function ours(root: string): Tool {
   const cli = join(root, 'bench', 'engine-cli.ts');
