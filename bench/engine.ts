@@ -16,6 +16,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { editOnePercent, generateLarge, generateRealTree, generateSmall } from './data.ts';
+import { RestoreTargets } from './fs-state.ts';
 import { service } from './service.ts';
 import { borg, dirBytes, ensureInstalled, have, median, ours, restic, version } from './tools.ts';
 import type { Measure, Tool } from './tools.ts';
@@ -67,15 +68,15 @@ function labels(sets: DataSet[]): [Metric, string][] {
  * One round: every step is run by each tool back to back (the order rotating from round to
  * round), so a burst of other load on the machine hits all tools alike.
  */
-async function runRound(tools: Tool[], round: number, sets: DataSet[]): Promise<Map<string, Sample>> {
+async function runRound(tools: Tool[], round: number, sets: DataSet[], targets: RestoreTargets): Promise<Map<string, Sample>> {
   const order = tools.map((_, i) => tools[(i + round) % tools.length]!);
-  const state = new Map<string, { work: string; home: string; target: string; r: Sample }>();
+  const state = new Map<string, { work: string; home: string; r: Sample }>();
   for (const tool of order) {
     const work = join(base, 'work', tool.name.replace(/[^\w.-]/g, '_'));
     await rm(work, { recursive: true, force: true });
     const home = join(work, 'home');
     await mkdir(home, { recursive: true });
-    state.set(tool.name, { work, home, target: join(work, 'target'), r: {} });
+    state.set(tool.name, { work, home, r: {} });
   }
   type State = ReturnType<typeof state.get> & object;
   const each = async (step: (tool: Tool, st: State) => Promise<void>): Promise<void> => {
@@ -97,9 +98,8 @@ async function runRound(tools: Tool[], round: number, sets: DataSet[]): Promise<
       record(st, `backup_${d.name}`, m);
     });
     await each(async (t, st) => {
-      const m = await t.restore(repo(st), snapshots.get(t.name)!, st.target, st.home);
-      record(st, `restore_${d.name}`, m);
-      await rm(st.target, { recursive: true, force: true });
+      // Restored trees are kept until the end of the run (fs-state.ts).
+      record(st, `restore_${d.name}`, await t.restore(repo(st), snapshots.get(t.name)!, targets.next(`${t.name}-${d.name}`), st.home));
     });
     if (d.name === 'a') {
       const edit = await editOnePercent(d.dir);
@@ -151,10 +151,12 @@ async function main(): Promise<void> {
   });
   if (values['via-service']) tools.push(service(root));
   const samples = new Map<string, Sample[]>(tools.map((t) => [t.name, []]));
+  const targets = await RestoreTargets.open(join(base, 'targets'));
   for (let round = 0; round < runs; round++) {
-    const results = await runRound(tools, round, sets);
+    const results = await runRound(tools, round, sets, targets);
     for (const tool of tools) samples.get(tool.name)!.push(results.get(tool.name)!);
   }
+  await targets.removeAll();
 
   const rows = labels(sets);
   const stat = (name: string, m: Metric) => {

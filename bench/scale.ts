@@ -8,15 +8,19 @@
  * For each tree (N small text files of 1-4 KiB, 100 to a directory, generated deterministically
  * and kept between runs): a full backup, an unchanged re-backup, a 1%-changed re-backup and a
  * restore, each step taken by every tool back to back (the order rotating per round), with wall
- * time, CPU time and peak RSS from GNU time; medians over the rounds. Then, for the service, the
+ * time, CPU time and peak RSS from GNU time and the load average at its start; medians over the
+ * rounds. Before each tool's step its input (the tree, or the repository for a restore) is read
+ * into the page cache, so that no tool reads it colder for having gone first; the restored trees
+ * are kept until the end of the run (see fs-state.ts). Then, for the service, the
  * listing: the tree backed up through the real app (`node bench/http.ts --serve`, as `npm start`
  * builds it) and `--pages` GET /files requests (half first pages of a random top directory,
  * half the page after), p50 and p99 per page.
  */
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { RestoreTargets, warmTree } from './fs-state.ts';
 import { changeOnePercent, generateScaleTree, PER_DIR } from './scale-data.ts';
 import { runJob, startService } from './service.ts';
 import { borg, dirBytes, ensureInstalled, have, median, ours, restic, version } from './tools.ts';
@@ -41,16 +45,12 @@ const base = join(resolve(values.dir), 'scale');
 const ALL_STEPS = ['backup', 'unchanged', 'changed', 'restore'] as const;
 type Step = (typeof ALL_STEPS)[number];
 const STEPS = ALL_STEPS.filter((s) => s === 'backup' || values.steps.split(',').includes(s));
-type Sample = Record<Step, Measure> & { repoMb: number };
+type Sample = Record<Step, Measure & { load: number }> & { repoMb: number };
 
-async function round(tools: Tool[], n: number, data: string, r: number): Promise<Map<string, Sample>> {
+async function round(tools: Tool[], n: number, data: string, r: number, targets: RestoreTargets): Promise<Map<string, Sample>> {
   const order = tools.map((_, i) => tools[(i + r) % tools.length]!);
   const dir = (t: Tool): string => join(base, 'work', t.name.replace(/[^\w.-]+/g, '_'));
-  const work = (t: Tool): { home: string; repo: string; target: string } => ({
-    home: join(dir(t), 'home'),
-    repo: join(dir(t), 'repo'),
-    target: join(dir(t), 'target'),
-  });
+  const work = (t: Tool): { home: string; repo: string } => ({ home: join(dir(t), 'home'), repo: join(dir(t), 'repo') });
   const out = new Map<string, Partial<Sample>>(tools.map((t) => [t.name, {}]));
   const snapshots = new Map<string, string>();
   for (const t of order) {
@@ -58,32 +58,31 @@ async function round(tools: Tool[], n: number, data: string, r: number): Promise
     await mkdir(work(t).home, { recursive: true });
     await t.init(work(t).repo, work(t).home);
   }
-  const each = async (step: Step, fn: (t: Tool) => Promise<Measure>): Promise<void> => {
+  // Before each measured step its input is read into the page cache: no tool reads it colder than another.
+  const each = async (step: Step, input: (t: Tool) => string, fn: (t: Tool) => Promise<Measure>): Promise<void> => {
     for (const t of order) {
+      warmTree(input(t));
+      const load = loadavg()[0]!;
       const m = await fn(t);
-      out.get(t.name)![step] = m;
-      console.log(`  ${n} files, round ${r + 1}, ${t.name} ${step}: ${m.seconds.toFixed(2)} s, ${m.rssMb.toFixed(0)} MB`);
+      out.get(t.name)![step] = { ...m, load };
+      console.log(`  ${n} files, round ${r + 1}, ${t.name} ${step}: ${m.seconds.toFixed(2)} s, CPU ${m.cpuSeconds.toFixed(2)} s, ${m.rssMb.toFixed(0)} MB (load ${load.toFixed(1)})`);
     }
   };
-  await each('backup', async (t) => {
+  await each('backup', () => data, async (t) => {
     const m = await t.backup(work(t).repo, data, work(t).home);
     snapshots.set(t.name, m.snapshot);
     return m;
   });
-  if (STEPS.includes('unchanged')) await each('unchanged', (t) => t.backup(work(t).repo, data, work(t).home));
+  if (STEPS.includes('unchanged')) await each('unchanged', () => data, (t) => t.backup(work(t).repo, data, work(t).home));
   if (STEPS.includes('changed')) {
     const change = await changeOnePercent(data, n);
     try {
-      await each('changed', (t) => t.backup(work(t).repo, data, work(t).home));
+      await each('changed', () => data, (t) => t.backup(work(t).repo, data, work(t).home));
     } finally {
       await change.undo();
     }
   }
-  if (STEPS.includes('restore')) await each('restore', async (t) => {
-    const m = await t.restore(work(t).repo, snapshots.get(t.name)!, work(t).target, work(t).home);
-    await rm(work(t).target, { recursive: true, force: true });
-    return m;
-  });
+  if (STEPS.includes('restore')) await each('restore', (t) => work(t).repo, (t) => t.restore(work(t).repo, snapshots.get(t.name)!, targets.next(`${t.name}-${n}`), work(t).home));
   for (const t of order) {
     out.get(t.name)!.repoMb = (await dirBytes(work(t).repo)) / 1e6;
     await rm(dir(t), { recursive: true, force: true });
@@ -134,12 +133,13 @@ async function main(): Promise<void> {
   });
   const rows: string[] = [];
   const results: Record<string, unknown> = {};
+  const targets = await RestoreTargets.open(join(base, 'targets'));
   for (const n of sizes) {
     const data = join(base, 'data', `tree-${n}`);
     console.log(`generating ${n} files in ${data} (kept for later runs)`);
     await generateScaleTree(data, n);
     const samples = new Map<string, Sample[]>(tools.map((t) => [t.name, []]));
-    for (let r = 0; r < runs; r++) for (const [name, s] of await round(tools, n, data, r)) samples.get(name)!.push(s);
+    for (let r = 0; r < runs; r++) for (const [name, s] of await round(tools, n, data, r, targets)) samples.get(name)!.push(s);
     const med = (name: string, f: (s: Sample) => number): number => median(samples.get(name)!.map(f));
     const ref = tools.some((t) => t.name === 'restic') ? 'restic' : null;
     for (const step of STEPS) {
@@ -154,7 +154,8 @@ async function main(): Promise<void> {
         const ratio = (v: number, f: (s: Sample) => number): string => (ref && t.name !== ref ? ` (${(v / med(ref, f)).toFixed(2)}×)` : '');
         return `${secs.toFixed(2)} s${range((s) => s[step].seconds)}${ratio(secs, (s) => s[step].seconds)}, ${((secs / n) * 1e6).toFixed(0)} µs/file, CPU ${cpu.toFixed(2)} s${range((s) => s[step].cpuSeconds)}${ratio(cpu, (s) => s[step].cpuSeconds)}, ${rss.toFixed(0)} MB${range((s) => s[step].rssMb)}`;
       });
-      rows.push(`| ${n.toLocaleString('en')} | ${step} | ${cells.join(' | ')} |`);
+      const loads = tools.flatMap((t) => samples.get(t.name)!.map((s) => s[step].load));
+      rows.push(`| ${n.toLocaleString('en')} | ${step} (load ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}) | ${cells.join(' | ')} |`);
     }
     rows.push(`| ${n.toLocaleString('en')} | repository | ${tools.map((t) => `${med(t.name, (s) => s.repoMb).toFixed(0)} MB`).join(' | ')} |`);
     results[n] = Object.fromEntries([...samples].map(([name, s]) => [name, s]));
@@ -165,6 +166,7 @@ async function main(): Promise<void> {
       (results[n] as Record<string, unknown>).listing = l;
     }
   }
+  await targets.removeAll();
   const machine = [
     `${cpus()[0]?.model ?? 'cpu'}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${version('uname', ['-r'])}`,
     `node ${process.version}${have('restic') ? `; ${version('restic', ['version'])}` : ''}${have('borg') ? `; ${version('borg', ['--version'])}` : ''}`,

@@ -1,0 +1,61 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/**
+ * What the file system holds between measured steps, made the same for every tool so that the
+ * order the tools run in does not decide their times.
+ */
+
+/**
+ * Reads every file under `dir` (and so every directory and inode) into the page cache: the tool
+ * measured next finds it cached whichever tool went before. (Dropping the caches instead would
+ * time the virtual disk, and every other process on the machine with it.)
+ */
+export function warmTree(dir: string): void {
+  execFileSync('sh', ['-c', 'find "$1" -type f -print0 | xargs -0 -r cat > /dev/null', 'warm', dir], { stdio: 'ignore' });
+}
+
+const MINUTE = 65_000;
+
+/**
+ * Restore targets of one run, kept until its end. ext4 skips inodes freed in the last minute when
+ * it allocates one (`recently_deleted`), scanning past each, so a restore started right after a
+ * tree of many files was removed pays several times the system time: no target is removed
+ * between restores, and a run that starts within a minute of the last removal waits.
+ */
+export class RestoreTargets {
+  private readonly dir: string;
+  private readonly removedAt: string;
+  private n = 0;
+
+  private constructor(dir: string) {
+    this.dir = dir;
+    this.removedAt = `${dir}-removed-at`;
+  }
+
+  /** Removes what an earlier run left, then waits until a minute has passed since the last removal. */
+  static async open(dir: string): Promise<RestoreTargets> {
+    const t = new RestoreTargets(dir);
+    if (existsSync(dir)) await t.removeAll();
+    const since = existsSync(t.removedAt) ? Date.now() - Number(await readFile(t.removedAt, 'utf8')) : Infinity;
+    if (since < MINUTE) {
+      console.log(`waiting ${Math.ceil((MINUTE - since) / 1000)} s: restored trees were removed just now`);
+      await new Promise((resolve) => setTimeout(resolve, MINUTE - since));
+    }
+    await mkdir(dir, { recursive: true });
+    return t;
+  }
+
+  /** A new, not yet existing directory to restore into. */
+  next(label: string): string {
+    return join(this.dir, `${label.replace(/[^\w.-]+/g, '_')}-${this.n++}`);
+  }
+
+  async removeAll(): Promise<void> {
+    await rm(this.dir, { recursive: true, force: true });
+    execFileSync('sync');
+    await writeFile(this.removedAt, String(Date.now()));
+  }
+}
