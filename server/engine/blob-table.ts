@@ -200,10 +200,25 @@ export class BlobTable {
     return true;
   }
 
-  private grow(seg: number): Buffer {
+  /**
+   * Makes room for `blobs` more (spread evenly over the segments, as uniform ids are), growing
+   * each segment at most once: a known number of blobs then goes in without the table growing
+   * step by step (each step copies a segment and frees the old one; the allocator's heap kept
+   * the holes, about 50 MB of resident memory for an index of a million blobs).
+   */
+  reserve(blobs: number): void {
+    const per = Math.ceil(blobs / SEGMENTS);
+    for (let seg = 0; seg < SEGMENTS; seg++) {
+      const slots = this.segs[seg]!.length / RECORD_BYTES;
+      const need = this.used[seg]! + per;
+      if (need * 5 > slots * 4) this.grow(seg, Math.ceil((need * 5) / 4) + 1);
+    }
+  }
+
+  private grow(seg: number, atLeast = 0): Buffer {
     const old = this.segs[seg]!;
     const oldSlots = old.length / RECORD_BYTES;
-    const slots = Math.ceil(oldSlots * 1.5);
+    const slots = Math.max(atLeast, Math.ceil(oldSlots * 1.5));
     const t = Buffer.alloc(slots * RECORD_BYTES);
     for (let s = 0; s < oldSlots; s++) {
       const from = s * RECORD_BYTES;

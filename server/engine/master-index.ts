@@ -21,6 +21,11 @@ import type { CompressionCode } from './types.ts';
  * every blob a data blob.
  */
 const INDEX_VERSION = 2;
+/**
+ * An index file takes at least this many bytes per blob (its id, random and so incompressible,
+ * a flags byte and three varints; about 41 in practice): its size bounds the blobs it lists.
+ */
+const INDEX_BYTES_PER_BLOB = 36;
 const LOAD_CONCURRENCY = 8;
 
 type V1Row = [id: string, encrypted: 0 | 1, comp: CompressionCode, offset: number, length: number, rawLength: number];
@@ -62,15 +67,16 @@ export class MasterIndex {
    * removed are never taken as stored.
    */
   async refresh(backend: Backend, key: MasterKey, skip?: ReadonlySet<string>): Promise<void> {
-    const listed = new Set<string>();
-    for await (const { name } of backend.list('index/')) if (!skip?.has(name)) listed.add(name);
+    const listed = new Map<string, number>();
+    for await (const { name, size } of backend.list('index/')) if (!skip?.has(name)) listed.set(name, size);
     let table = this.current;
     let loaded = this.loaded;
     if ([...loaded].some((name) => !listed.has(name))) {
       table = new BlobTable();
       loaded = new Set();
     }
-    const names = [...listed].filter((name) => !loaded.has(name));
+    const names = [...listed.keys()].filter((name) => !loaded.has(name));
+    table.reserve(Math.ceil(names.reduce((n, name) => n + listed.get(name)!, 0) / INDEX_BYTES_PER_BLOB));
     let next = 0;
     const loader = async (): Promise<void> => {
       while (next < names.length) {

@@ -75,6 +75,22 @@ describe('blob table', () => {
     expect(table.has(ids[2]!, 'tree', true)).toBe(false);
   });
 
+  it('makes room for a known number of blobs at once: they then go in without growing it, and what it held stays found', () => {
+    const table = new BlobTable();
+    const pack = table.packNumber(randomBytes(32));
+    const before = Array.from({ length: 1000 }, () => randomBytes(32));
+    for (const id of before) table.add(id, 'data', true, 1, pack, 1, 2, 3);
+    table.reserve(75_000);
+    const reserved = table.bytes;
+    expect(reserved / 76_000).toBeLessThan(92);
+    for (let i = 0; i < 50_000; i++) table.add(randomBytes(32), 'data', true, 1, pack, i, 1, 1);
+    expect(table.bytes).toBe(reserved); // each segment holds its share with room to spare
+    for (const id of before) expect(table.location(table.find(id, 'data'))).toMatchObject({ offset: 1, length: 2, rawLength: 3 });
+    expect(table.size).toBe(51_000);
+    table.reserve(0);
+    expect(table.bytes).toBe(reserved);
+  });
+
   it('costs at most 92 bytes a blob (49-byte records, at least 8/15 full)', () => {
     const table = new BlobTable();
     const pack = table.packNumber(randomBytes(32));
