@@ -33,10 +33,8 @@ import { failureLimit, rateLimit } from './http/rate-limit.ts';
 import { reportRefusals } from './http/refusals.ts';
 import { requestId } from './http/request-id.ts';
 import { routeGuard } from './http/route-guard.ts';
-import { Metrics } from './metrics/index.ts';
 import { PROBE_OPERATIONS } from './probes/index.ts';
 import { ACCOUNT_WINDOW_MS, AUTH_FAILURES, planLimit, TOKEN_REQUESTS, TOOL_LIMITS } from './ratelimit/limits.ts';
-import { RedisRateLimitStore } from './ratelimit/redis.ts';
 import { openRateLimitStore } from './ratelimit/select.ts';
 import type { RateLimitStore } from './ratelimit/store.ts';
 import { storageCheck } from './storage-space.ts';
@@ -85,9 +83,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const audit = options.auditLog ?? AuditLog.open(config.audit);
   auditServiceEvents(events, audit, logger);
   // Observers first: what start-up does (a key made, jobs recovered) is counted and audited too.
-  const metrics = config.metrics.port === null ? null : new Metrics(logger);
+  // prom-client is loaded only when metrics are served.
+  const metrics = config.metrics.port === null ? null : new (await import('./metrics/index.ts')).Metrics(logger);
   metrics?.observe(events);
-  const destinations = new Destinations(config.destinations, options.s3Limits ? { s3Limits: options.s3Limits } : {});
+  const destinations = await Destinations.open(config.destinations, options.s3Limits ? { s3Limits: options.s3Limits } : {});
   await destinations.validate().catch((err: unknown) => {
     destinations.close();
     audit.close();
@@ -139,7 +138,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   ]);
   const validator = await openApiValidator(merged, config.validateResponses);
   const limits = options.rateLimitStore ?? (await openRateLimitStore(config.redisUrl, logger));
-  if (limits instanceof RedisRateLimitStore) health.add({ name: 'redis', run: () => limits.ping() });
+  if (limits.ping) health.add({ name: 'redis', run: () => limits.ping!() });
   const limited = (handler: RequestHandler): RequestHandler[] => (config.rateLimitsEnabled ? [handler] : []);
   // Failed authentications per client address: counted on POST /auth/token (which it blocks once
   // used up) and, through the error middleware, on every 401 of the other operations.

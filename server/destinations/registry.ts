@@ -4,12 +4,14 @@ import type { S3Client } from '@aws-sdk/client-s3';
 import { ConfigError } from '../config.ts';
 import type { Backend } from '../engine/storage/backend.ts';
 import { LocalBackend } from '../engine/storage/local.ts';
-import { createS3Client, S3Backend } from '../engine/storage/s3.ts';
 import { DEFAULT_S3_LIMITS, type S3Limits } from '../engine/storage/s3-retry.ts';
 import type { DestinationKind, DestinationSettings } from './settings.ts';
 
 /** The object-store probe of /status: one quick attempt, so a hung store costs a second, not the retry window. */
 const PROBE_LIMITS: S3Limits = { connectTimeoutMs: 1000, idleTimeoutMs: 1000, attemptBaseMs: 1000, minBytesPerSecond: 2 ** 20, attempts: 1, retryWindowMs: 0, baseDelayMs: 0, maxDelayMs: 0 };
+
+/** The object-store client (the AWS SDK), loaded only when a destination is in object storage. */
+type S3Module = typeof import('../engine/storage/s3.ts');
 
 type Entry =
   | { settings: Extract<DestinationSettings, { kind: 'local' }> }
@@ -25,14 +27,22 @@ type Entry =
 export class Destinations {
   private readonly entries: Map<string, Entry>;
   private readonly s3Limits: S3Limits;
+  private readonly s3: S3Module | null;
 
-  constructor(settings: readonly DestinationSettings[], options: { s3Limits?: S3Limits } = {}) {
+  /** The registry of `settings`; the object-store client is loaded only when one of them needs it. */
+  static async open(settings: readonly DestinationSettings[], options: { s3Limits?: S3Limits } = {}): Promise<Destinations> {
+    const s3 = settings.some((s) => s.kind === 's3') ? await import('../engine/storage/s3.ts') : null;
+    return new Destinations(settings, options, s3);
+  }
+
+  private constructor(settings: readonly DestinationSettings[], options: { s3Limits?: S3Limits }, s3: S3Module | null) {
     this.s3Limits = options.s3Limits ?? DEFAULT_S3_LIMITS;
+    this.s3 = s3;
     this.entries = new Map(
       settings.map((s): [string, Entry] =>
         s.kind === 'local'
           ? [s.name, { settings: s }]
-          : [s.name, { settings: s, client: createS3Client(s.connection, this.s3Limits), probeClient: createS3Client(s.connection, PROBE_LIMITS) }],
+          : [s.name, { settings: s, client: s3!.createS3Client(s.connection, this.s3Limits), probeClient: s3!.createS3Client(s.connection, PROBE_LIMITS) }],
       ),
     );
   }
@@ -76,7 +86,7 @@ export class Destinations {
     const { settings } = entry;
     if (settings.kind === 'local') return new LocalBackend(join(settings.path, accountId, name));
     const { client } = entry as Extract<Entry, { client: S3Client }>;
-    return new S3Backend({ client, bucket: settings.bucket, prefix: [settings.prefix, accountId, name].filter(Boolean).join('/'), limits: this.s3Limits });
+    return new this.s3!.S3Backend({ client, bucket: settings.bucket, prefix: [settings.prefix, accountId, name].filter(Boolean).join('/'), limits: this.s3Limits });
   }
 
   /** Directories holding local repositories: never a backup source nor a restore target. */
@@ -96,7 +106,7 @@ export class Destinations {
   async checkObjectStores(): Promise<boolean> {
     const probes = [...this.entries.values()].flatMap((entry) => {
       if (entry.settings.kind !== 's3' || !('probeClient' in entry)) return [];
-      const backend = new S3Backend({ client: entry.probeClient, bucket: entry.settings.bucket, prefix: entry.settings.prefix, limits: PROBE_LIMITS });
+      const backend = new this.s3!.S3Backend({ client: entry.probeClient, bucket: entry.settings.bucket, prefix: entry.settings.prefix, limits: PROBE_LIMITS });
       return [probe(backend)];
     });
     return (await Promise.all(probes)).every(Boolean);

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../config.ts';
 import { Destinations } from './registry.ts';
 import { loadDestinations } from './settings.ts';
@@ -107,7 +107,10 @@ describe('destinations from configuration', () => {
 });
 
 describe('the destinations registry', () => {
-  const destinations = new Destinations(loadDestinations({ CLOUD_S3_BUCKET: 'acme', CLOUD_S3_PREFIX: 'prod', AWS_REGION: 'eu-west-1', DESTINATIONS_FILE: file('r.yaml', 'destinations:\n  archive:\n    kind: local\n    path: /srv/archive\n') }, dataDir));
+  let destinations: Destinations;
+  beforeAll(async () => {
+    destinations = await Destinations.open(loadDestinations({ CLOUD_S3_BUCKET: 'acme', CLOUD_S3_PREFIX: 'prod', AWS_REGION: 'eu-west-1', DESTINATIONS_FILE: file('r.yaml', 'destinations:\n  archive:\n    kind: local\n    path: /srv/archive\n') }, dataDir));
+  });
   afterAll(() => destinations.close());
 
   it('names each destination with its kind, nothing more', () => {
@@ -125,8 +128,8 @@ describe('the destinations registry', () => {
   it('refuses at start an object store whose region the SDK cannot find', async () => {
     const saved = process.env.AWS_REGION;
     delete process.env.AWS_REGION;
-    const without = new Destinations(loadDestinations({ CLOUD_S3_BUCKET: 'acme' }, dataDir));
-    const withRegion = new Destinations(loadDestinations({ DESTINATIONS_FILE: file('region.yaml', 'destinations:\n  cloud:\n    kind: s3\n    bucket: acme\n    region: eu-west-1\n') }, dataDir));
+    const without = await Destinations.open(loadDestinations({ CLOUD_S3_BUCKET: 'acme' }, dataDir));
+    const withRegion = await Destinations.open(loadDestinations({ DESTINATIONS_FILE: file('region.yaml', 'destinations:\n  cloud:\n    kind: s3\n    bucket: acme\n    region: eu-west-1\n') }, dataDir));
     try {
       await expect(without.validate()).rejects.toThrow(ConfigError);
       await expect(without.validate()).rejects.toThrow(/destination cloud \(s3:\/\/acme\) has no region: set AWS_REGION/);

@@ -34,7 +34,7 @@ describe('job runners with the engine', () => {
     store = openSqliteStore(join(base, 'data'));
     accountId = (await store.accounts.createAccount('pro')).id;
     keys = new RepositoryKeys(store, randomBytes(32));
-    const run = createJobRunner({ store, destinations: new Destinations(loadDestinations({}, join(base, 'data'))), dataDir: join(base, 'data'), allowedRoots: [root], keys, logger });
+    const run = createJobRunner({ store, destinations: await Destinations.open(loadDestinations({}, join(base, 'data'))), dataDir: join(base, 'data'), allowedRoots: [root], keys, logger });
     queue = new LeasedJobQueue({ store, run, logger, concurrency: 2, accountCap: 2, queueLimit: 100, leaseMs: 30_000, sole: true, progressIntervalMs: 0 });
     await queue.start();
   });
@@ -134,7 +134,7 @@ describe('job runners with the engine', () => {
   it('records an unexpected engine failure as INTERNAL_ERROR without its internals', async () => {
     // Another master key cannot open this account's repository key: the job fails, and says nothing of why.
     const wrongKeys = new RepositoryKeys(store, randomBytes(32));
-    const run = createJobRunner({ store, destinations: new Destinations(loadDestinations({}, join(base, 'data'))), dataDir: join(base, 'data'), allowedRoots: [root], keys: wrongKeys, logger });
+    const run = createJobRunner({ store, destinations: await Destinations.open(loadDestinations({}, join(base, 'data'))), dataDir: join(base, 'data'), allowedRoots: [root], keys: wrongKeys, logger });
     const other = new LeasedJobQueue({ store, run, logger, concurrency: 1, accountCap: 2, queueLimit: 100, leaseMs: 30_000, sole: false });
     await queue.close();
     await other.start();

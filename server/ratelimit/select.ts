@@ -3,7 +3,6 @@
  * instance that is given the same URL; unset → counters in this process (one instance).
  */
 import type { Logger } from 'pino';
-import { RedisRateLimitStore } from './redis.ts';
 import { MemoryRateLimitStore, type RateLimitStore } from './store.ts';
 
 /** The URL without its password, for messages and logs. */
@@ -36,9 +35,13 @@ export function parseRedisUrl(raw: string | undefined): string | undefined {
   return value;
 }
 
-/** Opens the selected store; with Redis, waits briefly for the connection (it keeps trying after). */
+/**
+ * Opens the selected store; with Redis, waits briefly for the connection (it keeps trying after).
+ * The Redis client is loaded only then: the in-process default never pays for it.
+ */
 export async function openRateLimitStore(redisUrl: string | undefined, logger: Logger): Promise<RateLimitStore> {
   if (!redisUrl) return new MemoryRateLimitStore();
+  const { RedisRateLimitStore } = await import('./redis.ts');
   const store = new RedisRateLimitStore(redisUrl, { logger });
   const where = redactedUrl(new URL(redisUrl));
   if (await store.ready()) logger.info({ redis: where }, 'rate limits are counted in Redis');

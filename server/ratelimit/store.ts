@@ -35,6 +35,8 @@ export interface RateLimitStore {
   reset(key: string): Promise<void>;
   /** Releases connections, if the store holds any. */
   close?(): Promise<void>;
+  /** A shared store's reachability, checked by /status (rejects when it cannot be reached). */
+  ping?(): Promise<void>;
 }
 
 /**

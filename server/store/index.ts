@@ -1,4 +1,3 @@
-import { openPostgresStore } from './postgres/index.ts';
 import { openSqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
 
@@ -10,10 +9,11 @@ export interface StoreLocation {
 
 /**
  * Opens the store the configuration names. A server opens it `exclusive`: in the embedded mode that
- * locks DATA_DIR to this process (several instances share a PostgreSQL store by design).
+ * locks DATA_DIR to this process (several instances share a PostgreSQL store by design). The
+ * PostgreSQL driver is loaded only when it is used: the embedded default never pays for it.
  */
 export async function openStore(location: StoreLocation, options: { exclusive?: boolean } = {}): Promise<Store> {
-  if (location.databaseUrl) return openPostgresStore(location.databaseUrl);
+  if (location.databaseUrl) return (await import('./postgres/index.ts')).openPostgresStore(location.databaseUrl);
   return openSqliteStore(location.dataDir, options);
 }
 
