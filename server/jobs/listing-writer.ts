@@ -1,7 +1,10 @@
 import type { FileRecord, Store } from '../store/index.ts';
 
-/** Entries per append: large enough to amortise a transaction, small enough to bound memory. */
-const BATCH = 2000;
+/**
+ * Entries per append: large enough to amortise a transaction, small enough to bound memory; a
+ * power of two, so that the store inserts it in whole statements of its largest size.
+ */
+const BATCH = 2048;
 
 /** Appends a backup's file listing to the store in batches, as the entries come. */
 export class ListingWriter {

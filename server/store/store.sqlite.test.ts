@@ -3,6 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { Sql } from './sql/executor.ts';
+import { SqlFileStore } from './sql/files.ts';
+import { openDatabase } from './sqlite/db.ts';
+import { SqliteSql } from './sqlite/executor.ts';
 import { openSqliteStore } from './sqlite/index.ts';
 import { storeSuite } from './suite.ts';
 
@@ -69,5 +73,39 @@ describe('SQLite store on disk', () => {
     const reopened = new DatabaseSync(join(data, 'service.db'), { readOnly: true });
     expect((reopened.prepare('SELECT COUNT(*) AS n FROM contact_messages').get() as { n: number }).n).toBe(51);
     reopened.close();
+  });
+
+  it('inserts listings in a dozen statement texts at most, whatever the sizes of their batches (each is kept prepared)', async () => {
+    const data = join(dir, 'shapes');
+    const store = openSqliteStore(data);
+    const { id: accountId } = await store.accounts.createAccount('pro');
+    const job = { id: 'bkp_shapes', accountId, repository: `${accountId}/local`, source: '/s', destination: 'local', compression: 'zstd' as const, encryption: true, deduplication: true };
+    await store.jobs.insertBackup(job, 100);
+    await store.close();
+    const file = join(data, 'service.db');
+    const db = openDatabase(file);
+    const texts = new Set<string>();
+    const recording = (sql: Sql): Sql => ({
+      dialect: sql.dialect,
+      all: (q, p) => sql.all(q, p),
+      get: (q, p) => sql.get(q, p),
+      run: (q, p) => {
+        texts.add(q);
+        return sql.run(q, p);
+      },
+      transaction: (fn, options) => sql.transaction((tx) => fn(recording(tx)), options),
+    });
+    const files = new SqlFileStore(recording(new SqliteSql(db, file)));
+    try {
+      let n = 0;
+      for (let size = 1; size <= 1200; size += 89) {
+        await files.append(job.id, Array.from({ length: size }, () => ({ path: Buffer.from(`f${n++}`), type: 'file' as const, sizeBytes: 1, mode: 0o644, modifiedAt: '2024-05-01T10:00:00.000Z', sha256: null, linkTarget: null })));
+      }
+      expect(texts.size).toBeLessThanOrEqual(10); // 512 rows, and 256, 128, …, 1 for a batch's rest
+      const rows = db.prepare('SELECT COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM backup_entries WHERE backup_id = ?').get(job.id);
+      expect(rows).toEqual({ n, lo: 0, hi: n - 1 });
+    } finally {
+      db.close();
+    }
   });
 });

@@ -3,8 +3,12 @@ import type { FileStore } from '../store.ts';
 import type { Row, Sql } from './executor.ts';
 
 const COLUMNS = ['backup_id', 'seq', 'path', 'type', 'size_bytes', 'mode', 'modified_at', 'sha256', 'link_target'];
-/** Rows per INSERT statement (9 parameters each, far below either database's limit). */
-const ROWS_PER_INSERT = 500;
+/**
+ * Rows per INSERT statement (9 parameters each, far below either database's limit). A batch's
+ * rest goes in statements of powers of two, so that a dozen statement texts at most are ever
+ * prepared (SQLite keeps each prepared for good, a 499-row one as much as a 500-row one).
+ */
+const ROWS_PER_INSERT = 512;
 const SLASH = 0x2f;
 /** Bytes of path kept in `path_head`, the indexed part (as the migrations define it). */
 const HEAD = 2048;
@@ -75,8 +79,11 @@ export class SqlFileStore implements FileStore {
     return this.sql.transaction(async (tx) => {
       const last = await tx.get<{ n: number | null }>('SELECT MAX(seq) AS n FROM backup_entries WHERE backup_id = ?', [backupId]);
       let seq = last?.n === null || last?.n === undefined ? 0 : Number(last.n) + 1;
-      for (let at = 0; at < records.length; at += ROWS_PER_INSERT) {
-        const batch = records.slice(at, at + ROWS_PER_INSERT);
+      for (let at = 0; at < records.length; ) {
+        const left = records.length - at;
+        const size = left >= ROWS_PER_INSERT ? ROWS_PER_INSERT : 2 ** Math.floor(Math.log2(left));
+        const batch = records.slice(at, at + size);
+        at += size;
         const params: unknown[] = [];
         for (const e of batch) params.push(backupId, seq++, e.path, e.type, e.sizeBytes, e.mode, e.modifiedAt, e.sha256, e.linkTarget);
         const row = `(${COLUMNS.map(() => '?').join(', ')})`;
