@@ -3,7 +3,8 @@
  *   npm run bench:engine -- [--runs 3] [--tools ours,restic,borg] [--sets a,b,r] [--dir .bench] [--via-service]
  * (`--tools ours,ours@../other-checkout,restic` adds another checkout's engine, for with/without;
  * `--via-service` adds the tool `service`: the same engine through the running server, each job
- * timed from its request to `completed`, see service.ts.)
+ * timed from its request to `completed`, see service.ts; `--tools service@../other-checkout`
+ * runs another checkout's server the same way.)
  * Within a round every step is taken by each tool back to back (order rotating); each figure is
  * reported as the median over the rounds with min and max. Wall time is measured here; peak RSS
  * and CPU time of every process come from GNU time.
@@ -145,6 +146,7 @@ async function main(): Promise<void> {
   const tools = values.tools.split(',').map((n) => {
     const [name, checkout] = n.trim().split('@');
     if (name === 'ours' && checkout) return { ...ours(resolve(checkout)), name: n.trim() };
+    if (name === 'service') return { ...service(checkout ? resolve(checkout) : root), name: n.trim() };
     const t = ({ ours: ours(root), restic: restic(), borg: borg() } as Record<string, Tool>)[name!];
     if (!t) throw new Error(`unknown tool ${n}`);
     return t;
