@@ -1,9 +1,8 @@
-import { execFile } from 'node:child_process';
 import { closeSync, fchmodSync, fstatSync, futimesSync, lstatSync, readdirSync, renameSync, rmSync, unlinkSync } from 'node:fs';
-import { promisify } from 'node:util';
 import { EngineError } from './errors.ts';
 import { TEMP_PREFIX, tempName } from './restore-file.ts';
 import { atPath, fdDir } from './source.ts';
+import { SyncFs } from './syncfs.ts';
 import type { TreeNode } from './tree.ts';
 
 /**
@@ -22,8 +21,6 @@ import type { TreeNode } from './tree.ts';
  * commit) were most of a restore's time; one rename per directory instead of one per file. Directory handles stay open until their batch is
  * committed; a batch is bounded in files and in directories held.
  */
-const syncFs = promisify(execFile);
-
 /** A batch is committed when it holds this many files or directories (directories hold a descriptor each). */
 const BATCH_FILES = 2048;
 const BATCH_DIRS = 256;
@@ -67,6 +64,7 @@ export class Commits {
   private closing: number[] = [];
   private committing: Promise<void> = Promise.resolve();
   private readonly failed: CommitFailure;
+  private readonly syncFs = new SyncFs();
 
   /** `failed` is told about an entry that could not be renamed or a directory whose metadata could not be set. */
   constructor(failed: CommitFailure) {
@@ -111,7 +109,11 @@ export class Commits {
   /** Commits what is queued and syncs once more: everything is durable, every directory closed. */
   async finish(): Promise<void> {
     await this.commit();
-    await this.sync();
+    try {
+      await this.sync();
+    } finally {
+      this.syncFs.close();
+    }
     this.closeCommitted();
   }
 
@@ -123,6 +125,7 @@ export class Commits {
    */
   async abandon(): Promise<void> {
     await this.committing;
+    this.syncFs.close();
     this.take();
     for (const fd of this.open.keys()) {
       try {
@@ -213,18 +216,17 @@ export class Commits {
   }
 
   /**
-   * syncfs(2) of every filesystem the restore holds a directory on, through coreutils'
-   * `sync --file-system` (Node has no syncfs). The paths name our own descriptors, so nothing
-   * swapped in the target is followed.
+   * syncfs(2) of every filesystem the restore holds a directory on (syncfs.ts). The paths name
+   * our own descriptors, so nothing swapped in the target is followed.
    */
   private async sync(): Promise<void> {
     const byDevice = new Map<number, number>();
     for (const [fd, dev] of this.open) if (!byDevice.has(dev)) byDevice.set(dev, fd);
     if (byDevice.size === 0) return;
     try {
-      await syncFs('sync', ['--file-system', ...[...byDevice.values()].map((fd) => `/proc/${process.pid}/fd/${fd}`)]);
+      await this.syncFs.run([...byDevice.values()].map((fd) => `/proc/${process.pid}/fd/${fd}`));
     } catch (err) {
-      const message = ((err as { stderr?: string }).stderr || (err as Error).message).trim();
+      const message = (err as Error).message;
       if (/no space|quota/i.test(message)) throw new EngineError('STORAGE_FULL', 'no space is left on the restore target', {}, { cause: err });
       throw new EngineError('INTERNAL_ERROR', `the restored files could not be made durable (sync --file-system): ${message}`, {}, { cause: err });
     }
