@@ -66,6 +66,17 @@ export class ChunkReader {
     const { at, stored } = await abortable(loadStored(this.repo, loc), this.signal);
     return this.pool.decode({ id: at.id, encrypted: at.encrypted, comp: at.comp, rawLength: at.rawLength }, stored);
   }
+
+  /** A data blob, checked, written by a worker at `position` of the file open as `fd` (see WorkerPool.decodeTo). */
+  async readTo(loc: BlobLocation, fd: number, position: number): Promise<void> {
+    const { at, stored } = await abortable(loadStored(this.repo, loc), this.signal);
+    await this.pool.decodeTo({ id: at.id, encrypted: at.encrypted, comp: at.comp, rawLength: at.rawLength }, stored, { fd, position });
+  }
+
+  /** Resolves once no worker of the pool can still be writing (the pool is closed: call only when the operation is ending). */
+  workersStopped(): Promise<void> {
+    return this.pool.stopped();
+  }
 }
 
 /** Finds a blob in the index; once, loads index files written since the repository was opened. */

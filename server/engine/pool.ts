@@ -6,7 +6,7 @@ import type { MasterKey } from './crypto.ts';
 import { EngineError } from './errors.ts';
 import type { CompressionCode } from './types.ts';
 import type { DecodedRun, RunBlob } from './run-reader.ts';
-import type { DirListing, DirRequest, SourceFile, SourceFileResult, WorkerRequest } from './worker.ts';
+import type { DirListing, DirRequest, SourceFile, SourceFileResult, WorkerRequest, WriteAt } from './worker.ts';
 
 /**
  * The worker threads of one operation (a backup, a restore, a verify) for the CPU-heavy work and
@@ -161,13 +161,27 @@ export class WorkerPool {
   }
 
   /** Decrypt, decompress and check one stored blob; rejects with CORRUPT_DATA on mismatch. */
-  async decode(blob: BlobRef, data: Uint8Array): Promise<Uint8Array> {
+  decode(blob: BlobRef, data: Uint8Array): Promise<Uint8Array> {
+    return this.decodeItem(blob, data, undefined) as Promise<Uint8Array>;
+  }
+
+  /**
+   * Like decode, and the worker writes the plaintext at `write.position` of the file open as
+   * `write.fd` instead of sending it back; a failed write rejects with its errno code. The
+   * descriptor must stay open until this settles, or until `stopped()` once the pool is closed.
+   */
+  async decodeTo(blob: BlobRef, data: Uint8Array, write: WriteAt): Promise<void> {
+    await this.decodeItem(blob, data, write);
+  }
+
+  private async decodeItem(blob: BlobRef, data: Uint8Array, write: WriteAt | undefined): Promise<Uint8Array | undefined> {
     const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : new Uint8Array(data);
-    const result = (await this.enqueue('d', { ref: blob, data: owned }, owned.buffer as ArrayBuffer, owned.length, (items, transfer) =>
-      this.post((seq) => ({ type: 'decode', seq, items: items as { ref: BlobRef; data: Uint8Array }[] }), transfer, transfer.reduce((n, b) => n + b.byteLength, 0)),
-    )) as { data?: Uint8Array; error?: { code: string; message: string } };
+    const result = (await this.enqueue('d', write ? { ref: blob, data: owned, write } : { ref: blob, data: owned }, owned.buffer as ArrayBuffer, owned.length, (items, transfer) =>
+      this.post((seq) => ({ type: 'decode', seq, items: items as { ref: BlobRef; data: Uint8Array; write?: WriteAt }[] }), transfer, transfer.reduce((n, b) => n + b.byteLength, 0)),
+    )) as { data?: Uint8Array; error?: { code: string; message: string; errno?: boolean } };
+    if (result.error?.errno) throw Object.assign(new Error(result.error.message), { code: result.error.code });
     if (result.error) throw new EngineError(result.error.code, result.error.message, { chunk: Buffer.from(blob.id).toString('hex') });
-    return result.data!;
+    return result.data;
   }
 
   /** Decode the blobs of one run of a pack (`data`, transferred away); the plaintexts come back in one buffer. */

@@ -7,7 +7,6 @@ import type { ChunkReader } from './chunk-reader.ts';
 import { bytesEqual } from './codec.ts';
 import { EngineError, errnoCode, throwIfAborted } from './errors.ts';
 import type { ProgressReporter } from './progress.ts';
-import { releasePrivate } from './release.ts';
 import { CREATE_FLAGS, restoredFileMode, writeSmallFile } from './restore-write.ts';
 import type { SmallFile } from './restore-write.ts';
 import { FILE_FLAGS, atPath } from './source.ts';
@@ -146,79 +145,65 @@ async function writeSmall(ctx: FileWriteContext, dirFd: number, node: TreeNode, 
 }
 
 /**
- * Writes a multi-chunk file: chunks are fetched ahead and written at their offsets without
- * waiting for each other. Read-ahead only takes budget that is free now (a file that waited for
- * budget while holding fetched chunks could deadlock with others doing the same); it waits only
- * when it holds nothing in flight.
+ * Writes a multi-chunk file: each chunk is read and handed to a worker, which decodes it and
+ * writes it at its offset itself (nothing comes back to this thread); up to READ_AHEAD chunks of
+ * the file at once, in any order. A chunk only takes budget that is free now while others of the
+ * file are in flight (a file that waited for budget while holding chunks could deadlock with
+ * others doing the same); it waits for budget only when nothing of the file is in flight.
+ * Resolves, or throws, only once no worker can still write to the file.
  */
 async function writeChunks(ctx: FileWriteContext, fh: FileHandle, node: TreeNode): Promise<void> {
   const { reader, progress, signal } = ctx;
   const ids = node.chunks ?? [];
-  const fetches: (Promise<Uint8Array> | undefined)[] = [];
-  const sizes: number[] = [];
-  const writes: Promise<void>[] = [];
-  let next = 0;
-  let consumed = 0;
+  const inFlight = new Set<Promise<void>>();
+  let failure = null as { err: unknown } | null;
   let syncing: Promise<void> | null = null;
   let sinceSync = 0;
-  const startFetch = async (wait: boolean): Promise<boolean> => {
-    const loc = await reader.locate(ids[next]!);
-    if (wait) await reader.budget.acquire(loc.rawLength);
-    else if (!reader.budget.tryAcquire(loc.rawLength)) return false;
-    next++;
-    sizes.push(loc.rawLength);
-    const p = reader.read(loc);
-    p.catch(() => {});
-    fetches.push(p);
-    return true;
-  };
+  let position = 0;
   try {
-    await startFetch(true);
-    while (next < ids.length && next < READ_AHEAD && (await startFetch(false)));
-    let position = 0;
-    while (consumed < ids.length) {
+    for (const id of ids) {
       throwIfAborted(signal);
-      const data = await fetches[consumed]!;
-      fetches[consumed] = undefined; // written chunks are not kept alive
-      const size = sizes[consumed]!;
-      const at = position;
-      const write = (async () => {
-        try {
-          for (let off = 0; off < data.length; ) off += (await fh.write(data, off, data.length - off, at + off)).bytesWritten;
-        } finally {
-          releasePrivate(data); // transferred from a worker: private
-          reader.budget.release(size);
+      if (failure) throw failure.err;
+      const loc = await reader.locate(id);
+      while (inFlight.size >= READ_AHEAD) await Promise.race(inFlight);
+      while (!reader.budget.tryAcquire(loc.rawLength)) {
+        if (inFlight.size === 0) {
+          await reader.budget.acquire(loc.rawLength);
+          break;
         }
-      })();
-      write.catch(() => {});
-      writes.push(write);
-      position += data.length;
-      consumed++;
-      progress.add(0, data.length);
+        await Promise.race(inFlight);
+      }
+      const write: Promise<void> = reader.readTo(loc, fh.fd, position).then(
+        () => progress.add(0, loc.rawLength),
+        (err: unknown) => {
+          failure ??= { err };
+        },
+      ).finally(() => {
+        reader.budget.release(loc.rawLength);
+        inFlight.delete(write);
+      });
+      inFlight.add(write);
+      position += loc.rawLength;
       // A large file is flushed as it goes: its dirty pages stay bounded, and the commit's sync does not wait for all of it.
-      sinceSync += data.length;
+      sinceSync += loc.rawLength;
       if (sinceSync >= SYNC_EVERY && !syncing) {
         sinceSync = 0;
-        const pending = [...writes];
-        syncing = Promise.all(pending)
+        syncing = Promise.all(inFlight)
           .then(() => fh.datasync())
           .finally(() => {
             syncing = null;
           });
         syncing.catch(() => {});
       }
-      if (next === consumed && next < ids.length) await startFetch(true);
-      while (next < ids.length && next - consumed < READ_AHEAD && (await startFetch(false)));
     }
-    await Promise.all(writes);
+    await Promise.all(inFlight);
+    if (failure) throw failure.err;
     await syncing;
   } catch (err) {
-    await Promise.allSettled(writes);
+    await Promise.all(inFlight);
     await (syncing as Promise<void> | null)?.catch(() => {});
-    for (let i = consumed; i < fetches.length; i++) {
-      await fetches[i]?.catch(() => {});
-      reader.budget.release(sizes[i]!);
-    }
+    // A write asked of a pool that was closed may still be under way in its worker until the worker has stopped.
+    if (signal.aborted) await reader.workersStopped();
     throw err instanceof EngineError || errnoCode(err) ? err : new EngineError('INTERNAL_ERROR', (err as Error).message);
   }
 }

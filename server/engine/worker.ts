@@ -1,5 +1,5 @@
 import { createSecretKey, hash } from 'node:crypto';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { decodeBlob, encodeBlob } from './blob.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
@@ -19,9 +19,15 @@ import type { CompressionCode } from './types.ts';
  * reverse (with a restore's small files written as their chunks are decoded). Everything here is synchronous; a worker stuck in a system call is terminated by its
  * pool, never waited for.
  */
+/** Where a decoded blob is written (a restore's multi-chunk file, open in the main thread): a positional write, nothing sent back. */
+export interface WriteAt {
+  fd: number;
+  position: number;
+}
+
 export type WorkerRequest =
   | { type: 'encode'; seq: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; items: Uint8Array[] }
-  | { type: 'decode'; seq: number; items: { ref: BlobRef; data: Uint8Array }[] }
+  | { type: 'decode'; seq: number; items: { ref: BlobRef; data: Uint8Array; write?: WriteAt }[] }
   | { type: 'decodeRuns'; seq: number; items: { blobs: RunBlob[]; data: Uint8Array }[] }
   | { type: 'encodeFiles'; seq: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; items: SourceFile[] }
   | { type: 'listDir'; seq: number; items: DirRequest[] };
@@ -186,17 +192,30 @@ function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer
       };
     case 'decode':
       return {
-        results: msg.items.map(({ ref, data }) => {
+        results: msg.items.map(({ ref, data, write }) => {
           processed(ref.rawLength);
+          let plain: Uint8Array;
           try {
-            const plain = own(decodeBlob(key, ref, data));
-            if (plain.buffer !== data.buffer) releasePrivate(data);
-            transfer.push(plain.buffer as ArrayBuffer);
-            return { data: plain };
+            plain = decodeBlob(key, ref, data);
           } catch (err) {
             const e = err instanceof EngineError ? err : new EngineError('CORRUPT_DATA', String(err));
             return { error: { code: e.code, message: e.message } };
           }
+          if (write) {
+            try {
+              for (let off = 0; off < plain.length; ) off += writeSync(write.fd, plain, off, plain.length - off, write.position + off);
+              return { written: true };
+            } catch (err) {
+              return { error: { code: (err as NodeJS.ErrnoException).code ?? 'EIO', message: (err as Error).message, errno: true } };
+            } finally {
+              if (plain.buffer !== data.buffer) releasePrivate(plain);
+              releasePrivate(data);
+            }
+          }
+          plain = own(plain);
+          if (plain.buffer !== data.buffer) releasePrivate(data);
+          transfer.push(plain.buffer as ArrayBuffer);
+          return { data: plain };
         }),
         transfer,
       };
