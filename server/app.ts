@@ -27,7 +27,7 @@ import { createLogger, requestLogger } from './http/logger.ts';
 import { GENERATED_DIR, loadDocument, mergeDocuments, openApiValidator, takesBody } from './http/openapi.ts';
 import { httpsPolicy } from './http/https-policy.ts';
 import { listen } from './http/listen.ts';
-import { operationLookup } from './http/operation-of.ts';
+import { operationIndex, operationLookup } from './http/operation-of.ts';
 import { handlerRoute } from './http/operation-route.ts';
 import { failureLimit, rateLimit } from './http/rate-limit.ts';
 import { reportRefusals } from './http/refusals.ts';
@@ -170,16 +170,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   app.set('strict routing', true);
   app.set('etag', false);
 
-  const operationOf = operationLookup([
+  const operations = operationIndex([
     ...Object.entries(backupOperations).map(([operationId, op]) => ({ operationId, method: op.method, expressPath: backupBasePath + op.expressPath })),
     ...Object.entries(toolsOperations).map(([operationId, op]) => ({ operationId, method: op.method, expressPath: toolsBasePath + op.expressPath })),
   ]);
+  const operationOf = operationLookup(operations);
   // The probes answer until the process exits: /livez 200, /readyz 503 from the start of shutdown.
   const probePaths = new Set(PROBE_OPERATIONS.map((id) => toolsBasePath + toolsOperations[id].path));
 
   app.use(cors(config.corsOrigins));
   app.use(requestId());
-  app.use(requestLogger(logger, probePaths, metrics?.http(operationOf)));
+  app.use(requestLogger(logger, probePaths, metrics?.http(operations)));
   app.use(httpsPolicy(probePaths));
   app.use((req, res, next) => {
     res.setHeader('Cache-Control', 'no-store');

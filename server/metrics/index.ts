@@ -4,8 +4,8 @@
  * time, and the listener that serves them on its own port (METRICS_PORT), never the API's.
  */
 import { createServer, type Server } from 'node:http';
-import type { Request } from 'express';
 import type { FinishedRequest } from '../http/logger.ts';
+import type { OperationIndex } from '../http/operation-of.ts';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { observer, type ServiceEvents } from '../events.ts';
@@ -49,8 +49,8 @@ export class Metrics {
   }
 
   /** Counts and times every finished request by operation and status class (called by the request log). */
-  http(operationOf: (req: Request) => string): FinishedRequest {
-    return httpMetrics(this.metrics, operationOf);
+  http(operations: OperationIndex): FinishedRequest {
+    return httpMetrics(this.metrics, operations);
   }
 
   /** Counts what the service reports: tokens, refusals, jobs created, started and finished. */
