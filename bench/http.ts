@@ -10,7 +10,8 @@
 // Markdown table and writes it as the "## HTTP" section of docs/performance.md, leaving every
 // other section of that file as it is.
 //   BENCH_SECONDS (default 10) per run, BENCH_CONNECTIONS (default 10), BENCH_ROUNDS (default 3),
-//   BENCH_DOC (default docs/performance.md).
+//   BENCH_DOC (default docs/performance.md), BENCH_ROUTES (only the routes whose name contains it,
+//   e.g. `backup`; all by default).
 //
 // The app runs in a child process (`node bench/http.ts --serve`), built by createApp() from the
 // same environment as `npm start`, with every rate limit raised a million-fold rather than
@@ -35,6 +36,7 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const KEY = 'key_bench_http';
 const SECRET = 'bench-http-secret-0123456789';
 const PERFORMANCE = process.env.BENCH_DOC ?? join(ROOT, 'docs', 'performance.md');
+const ROUTE_FILTER = process.env.BENCH_ROUTES ?? '';
 
 /** Child mode: the real app, limits raised. */
 async function serve(): Promise<void> {
@@ -185,15 +187,16 @@ async function main(): Promise<void> {
       { label: 'bare Express', origin: `http://127.0.0.1:${ports.bare}`, pid: bareChild! },
       { label: 'HTTPS, validation on', origin: `https://127.0.0.1:${ports.tls}`, pid: tlsChild! },
     ];
-    const routes = [
+    const allRoutes = [
       { name: 'GET /api/v1/backup/{id}', path: `/api/v1/backup/${id}`, headers: auth },
       { name: 'GET /api/tools/ip-info', path: '/api/tools/ip-info', headers: {} },
     ];
+    const routes = allRoutes.filter((r) => r.name.includes(ROUTE_FILTER));
     // Every configuration answers the same data.
     for (const c of configs) {
       const secure = c.origin.startsWith('https:');
-      const b = secure ? await httpsGet(c.origin + routes[0]!.path, caPem, auth) : await json(c.origin + routes[0]!.path, { headers: auth });
-      const i = secure ? await httpsGet(c.origin + routes[1]!.path, caPem) : await json(c.origin + routes[1]!.path);
+      const b = secure ? await httpsGet(c.origin + allRoutes[0]!.path, caPem, auth) : await json(c.origin + allRoutes[0]!.path, { headers: auth });
+      const i = secure ? await httpsGet(c.origin + allRoutes[1]!.path, caPem) : await json(c.origin + allRoutes[1]!.path);
       if (JSON.stringify(b.body.data) !== JSON.stringify(job.body.data)) throw new Error(`${c.label}: different backup job`);
       // user_agent echoes the client: fetch says "node", node:https says nothing.
       const sameIp = (d: Record<string, unknown>) => JSON.stringify({ ...d, user_agent: undefined });
