@@ -8,6 +8,7 @@ import type { OpenApiRequest, OpenApiRequestMetadata, OpenAPIV3, OpenApiValidato
 import { RequestValidator, ResponseValidator } from 'express-openapi-validator/dist/middlewares/index.js';
 import { ContentType } from 'express-openapi-validator/dist/middlewares/util.js';
 import { SchemaPreprocessor } from 'express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js';
+import { dereferenceParameter, normalizeParameter } from 'express-openapi-validator/dist/middlewares/parsers/util.js';
 import { OpenApiValidator } from 'express-openapi-validator/dist/openapi.validator.js';
 
 export type OpenApiDocument = {
@@ -87,16 +88,92 @@ const BODY_MEDIA_TYPES = ['application/json', 'application/json; charset=utf-8']
 
 type Middleware = (req: unknown, res: unknown, next: unknown) => void;
 /** The library's per-(method, route, request media type) caches, filled here at start instead of on first use. */
+type Check = ((data: unknown) => boolean) | undefined;
 interface RequestValidatorInternals {
   middlewareCache: Record<string, Middleware>;
   buildMiddleware(path: string, schema: OpenAPIV3.OperationObject, contentType: ContentType, ajvCacheKey: string): Middleware;
-  ajv: { schemas: object };
-  ajvBody: { schemas: object };
+  ajv: { schemas: object; getSchema(key: string): Check };
+  ajvBody: { schemas: object; getSchema(key: string): Check };
 }
+
+const SCALAR_TYPES = new Set(['string', 'integer', 'number', 'boolean']);
+
+/**
+ * Whether the library's per-request rewriting of the request (query parsing, exploded and
+ * delimited arrays, JSON-encoded parameters) can change nothing for a request without a query
+ * string: the operation takes no body, and only path and header parameters of scalar types.
+ */
+function needsNoRewriting(doc: OpenAPIV3.DocumentV3, ajv: unknown, schema: OpenAPIV3.OperationObject, expressRoute: string): boolean {
+  if (schema.requestBody || expressRoute.endsWith('*')) return false;
+  return (schema.parameters ?? []).every((p) => {
+    const parameter = dereferenceParameter(doc, p) as OpenAPIV3.ParameterObject;
+    if ((parameter.in !== 'path' && parameter.in !== 'header') || parameter.content) return false;
+    const type = (normalizeParameter(ajv as never, parameter).schema as { type?: unknown }).type;
+    return typeof type === 'string' && SCALAR_TYPES.has(type);
+  });
+}
+type ResponseCheck = (data: { response: unknown }) => boolean;
+/** Per status (or `4XX`, `default`), per response media type: the compiled check of the body. */
+type BuiltResponses = Record<string, Record<string, ResponseCheck>>;
 interface ResponseValidatorInternals {
   validatorsCache: Record<string, unknown>;
-  buildValidators(responses: unknown, ajvCacheKey: string): unknown;
+  buildValidators(responses: unknown, ajvCacheKey: string): BuiltResponses;
+  canValidateContentType(contentType: string): boolean;
+  /** Checks one answer, throwing the library's InternalServerError when it breaks the document. */
+  _validate(args: { validators: BuiltResponses; body: unknown; statusCode: number; path: string; accepts: string[] }): void;
   ajvBody: { schemas: object };
+}
+
+/**
+ * Response validation of one operation: res.json is wrapped as the library's own hook wraps it
+ * (no check of 5xx answers or of answers already sent; a failure is handed to the error
+ * handler), and an answer whose status has one JSON media type is checked by that status's
+ * validator, found when the operation was mounted. Anything else, and every answer that fails
+ * the check, goes through the library's own per-request path, which finds the same validator
+ * and throws its own error.
+ */
+function responseChecker(library: ResponseValidatorInternals, built: BuiltResponses): RequestHandler {
+  const single = new Map<string, ResponseCheck>();
+  for (const [status, byType] of Object.entries(built)) {
+    const types = Object.keys(byType);
+    if (types.length !== 1) continue;
+    let validatable = false;
+    try {
+      validatable = library.canValidateContentType(types[0]!);
+    } catch {
+      // the library's path decides
+    }
+    if (validatable) single.set(status, byType[types[0]!]!);
+  }
+  const checkOf = (status: number): ResponseCheck | undefined => {
+    if (String(status) in built) return single.get(String(status));
+    const range = `${String(status)[0]}XX`;
+    if (range in built) return single.get(range);
+    return 'default' in built ? single.get('default') : undefined;
+  };
+  return (req, res, next) => {
+    const json = res.json;
+    res.json = function checked(body: unknown) {
+      res.json = json;
+      if (res.headersSent) return res;
+      if (res.statusCode >= 500) return json.call(this, body);
+      const check = checkOf(res.statusCode);
+      if (!check || body === undefined || body === null || !check({ response: body })) {
+        try {
+          const contentType = res.getHeader('content-type');
+          const accept = req.headers.accept;
+          const accepts = contentType ? [String(contentType)] : accept ? accept.split(',').map((h) => h.trim()) : [];
+          library._validate({ validators: built, body, statusCode: res.statusCode, path: req.originalUrl, accepts });
+        } catch (err) {
+          next(err);
+          return res;
+        }
+      }
+      if (res.headersSent) return res;
+      return json.call(this, body);
+    };
+    next();
+  };
 }
 
 /**
@@ -135,7 +212,6 @@ export async function openApiValidator(doc: OpenApiDocument, validateResponses: 
   const requestCaches = requests as unknown as RequestValidatorInternals;
   const responseValidator = validateResponses ? new ResponseValidator(apiDocRes, ajvOpts.response, responseOpts, spec.serial) : null;
   const responseCaches = responseValidator as unknown as ResponseValidatorInternals | null;
-  const responses = responseValidator?.validate() ?? null;
   const responseIds = new Map<string, number>();
 
   const validator = (method: string, path: string): RequestHandler[] => {
@@ -167,10 +243,11 @@ export async function openApiValidator(doc: OpenApiDocument, validateResponses: 
       requestCaches.middlewareCache[keyOf(mediaType)] = built;
       byHeader.set(mediaType, built);
     }
+    let responses: RequestHandler | null = null;
     if (responseCaches && responseSchema) {
       // Built one status at a time, each under a key naming its response's content: the many
       // operations that answer the same response (the shared error answers) share one compilation.
-      const built: Record<string, unknown> = {};
+      const built: BuiltResponses = {};
       for (const [status, response] of Object.entries((responseSchema as { responses: Record<string, unknown> }).responses)) {
         const content = JSON.stringify(response);
         let id = responseIds.get(content);
@@ -178,14 +255,30 @@ export async function openApiValidator(doc: OpenApiDocument, validateResponses: 
         Object.assign(built, responseCaches.buildValidators({ [status]: response }, `response-${id}`));
       }
       for (const mediaType of mediaTypes) responseCaches.validatorsCache[keyOf(mediaType)] = built;
+      responses = responseChecker(responseCaches, built);
     }
+    // A request the library would not rewrite is checked by the library's own compiled
+    // validators directly; one that fails them goes through the library to get its error.
+    const general = requestCaches.ajv.getSchema(compiledKey);
+    const bodyCheck = requestCaches.ajvBody.getSchema(compiledKey);
+    const direct = general && bodyCheck && needsNoRewriting(spec.apiDoc as OpenAPIV3.DocumentV3, requestCaches.ajv, schema, route.expressRoute) ? { general, bodyCheck } : null;
     // The request's Content-Type as sent picks its validator without the library parsing it again.
     const request: RequestHandler = (req, res, next) => {
+      if (direct && !req.url.includes('?')) {
+        // Kept as a plain property, as the library leaves it, so what the checks set stays.
+        const query = req.query;
+        Object.defineProperty(req, 'query', { value: query, writable: true, enumerable: true, configurable: true });
+        const data = { query, headers: req.headers, params: req.params, cookies: undefined, body: req.body };
+        if (direct.general(data) && direct.bodyCheck(data)) {
+          next();
+          return;
+        }
+      }
       const built = byHeader.get(req.headers['content-type']);
       if (built) built(req, res, next);
       else requests.validate(req as unknown as OpenApiRequest, res, next);
     };
-    return responses ? [metadata, request, responses as RequestHandler] : [metadata, request];
+    return responses ? [metadata, request, responses] : [metadata, request];
   };
   const schemaCount = (ajv: { schemas: object }) => Object.keys(ajv.schemas).length;
   validator.compiled = () => schemaCount(requestCaches.ajv) + schemaCount(requestCaches.ajvBody) + (responseCaches ? schemaCount(responseCaches.ajvBody) : 0);
