@@ -8,19 +8,22 @@ export type IdPrefix = 'bkp' | 'rst' | 'req' | 'msg' | 'key' | 'acc' | 'mnt';
 const random16 = randomPool(16, 256);
 
 let lastTime = -1;
-let lastRandom: number[] = [];
+/** The random part of the last id, as 16 base-32 digits (incremented in place). */
+const lastRandom = new Uint8Array(16);
+/** The encoded time part of the last id, reused while the millisecond stays the same. */
+let encodedTime = -1;
+let timePart = '';
 
-/** The base-32 digits after `digits`, or null when it is the last one (all 'Z'). */
-function increment(digits: readonly number[]): number[] | null {
-  const out = [...digits];
-  for (let i = out.length - 1; i >= 0; i--) {
-    if (out[i]! < 31) {
-      out[i]!++;
-      return out;
+/** Makes lastRandom the next 16-digit base-32 number; false when it was the last one (all 'Z'). */
+function increment(): boolean {
+  for (let i = lastRandom.length - 1; i >= 0; i--) {
+    if (lastRandom[i]! < 31) {
+      lastRandom[i]!++;
+      return true;
     }
-    out[i] = 0;
+    lastRandom[i] = 0;
   }
-  return null;
+  return false;
 }
 
 /**
@@ -30,23 +33,29 @@ function increment(digits: readonly number[]): number[] | null {
  */
 export function ulid(now = Date.now()): string {
   let time = now;
-  let random: number[] | null = null;
+  let fresh = true;
   if (now === lastTime) {
-    random = increment(lastRandom);
-    if (!random) time = now + 1; // 2^80 ids in one millisecond: move on to the next
+    fresh = !increment();
+    if (fresh) time = now + 1; // 2^80 ids in one millisecond: move on to the next
   }
-  if (!random) {
-    random = Array.from(random16(), (b) => b % 32);
+  if (fresh) {
+    const bytes = random16();
+    for (let i = 0; i < 16; i++) lastRandom[i] = bytes[i]! % 32;
   }
   lastTime = time;
-  lastRandom = random;
-  let encoded = '';
-  let t = time;
-  for (let i = 0; i < 10; i++) {
-    encoded = CROCKFORD[t % 32] + encoded;
-    t = Math.floor(t / 32);
+  if (time !== encodedTime) {
+    let encoded = '';
+    let t = time;
+    for (let i = 0; i < 10; i++) {
+      encoded = CROCKFORD[t % 32] + encoded;
+      t = Math.floor(t / 32);
+    }
+    timePart = encoded;
+    encodedTime = time;
   }
-  return encoded + random.map((d) => CROCKFORD[d]).join('');
+  let random = '';
+  for (let i = 0; i < 16; i++) random += CROCKFORD[lastRandom[i]!];
+  return timePart + random;
 }
 
 /** An opaque, sortable id with a type prefix, e.g. `bkp_01J…`. */
