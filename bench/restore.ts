@@ -8,17 +8,15 @@
  * restores it with each tool back to back (the order rotating), into a new directory, `sync`
  * before each. Wall time here, CPU time and peak RSS from GNU time; median [min–max] over the
  * rounds and the ratio of the medians to restic's, with the load average at each restore.
- * The restored trees are removed only at the end: ext4 skips inodes freed in the last minute
- * when it allocates one (`recently_deleted`), scanning past each, so a restore started right
- * after another's tree of 100,000 files was removed pays several times the system time.
+ * The restored trees are removed only at the end (bench/fs-state.ts says why).
  */
-import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateRealTree } from './data.ts';
+import { RestoreTargets, warmTree } from './fs-state.ts';
 import { generateScaleTree } from './scale-data.ts';
 import { ensureInstalled, have, median, ours, restic, version } from './tools.ts';
 import type { Measure, Tool } from './tools.ts';
@@ -42,10 +40,6 @@ const SETS: Record<string, { label: string; dir: string; generate: (dir: string)
   s: { label: `(s) ${files.toLocaleString('en')} small files`, dir: join(base, 'scale', 'data', String(files)), generate: (dir) => generateScaleTree(dir, files) },
 };
 
-async function warm(dir: string): Promise<void> {
-  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) if (e.isFile()) await readFile(join(e.parentPath, e.name));
-}
-
 /** `ours@<checkout>` restores with another checkout's engine from the same repository as `ours`. */
 function toolOf(spec: string): { tool: Tool; family: string } {
   const [name, checkout] = spec.split('@');
@@ -63,19 +57,7 @@ async function main(): Promise<void> {
     return { name: s.trim() === 's' ? `s${files}` : s.trim(), ...set };
   });
   const work = join(base, 'restore');
-  const targets = join(work, 'targets');
-  const removedAt = join(work, 'targets-removed-at');
-  const removeTargets = async (): Promise<void> => {
-    await rm(targets, { recursive: true, force: true });
-    execFileSync('sync');
-    await writeFile(removedAt, String(Date.now()));
-  };
-  if (existsSync(targets)) await removeTargets();
-  const since = existsSync(removedAt) ? Date.now() - Number(await readFile(removedAt, 'utf8')) : Infinity;
-  if (since < 65_000) {
-    console.log(`waiting ${Math.ceil((65_000 - since) / 1000)} s: the trees of an earlier run were removed just now`);
-    await new Promise((resolve) => setTimeout(resolve, 65_000 - since));
-  }
+  const targets = await RestoreTargets.open(join(work, 'targets'));
   const rows: string[] = [];
   for (const set of sets) {
     await set.generate(set.dir);
@@ -95,13 +77,13 @@ async function main(): Promise<void> {
       snapshots.set(family, (await readFile(snapFile, 'utf8')).trim());
     }
     // Every repository read once before the rounds: the first restore does not pay for reading from disk what the others find cached.
-    for (const family of snapshots.keys()) await warm(join(work, `${family}-${set.name}`));
+    for (const family of snapshots.keys()) warmTree(join(work, `${family}-${set.name}`));
     const samples = new Map<string, (Measure & { load: number })[]>(tools.map(({ tool }) => [tool.name, []]));
     for (let r = 0; r < runs; r++) {
       for (let i = 0; i < tools.length; i++) {
         const { tool, family } = tools[(i + r) % tools.length]!;
         const home = join(work, `${family}-home`);
-        const target = join(targets, `${set.name}-${r}-${i}`);
+        const target = targets.next(`${set.name}-${r}-${i}`);
         await mkdir(home, { recursive: true });
         const load = loadavg()[0]!;
         const m = await tool.restore(join(work, `${family}-${set.name}`), snapshots.get(family)!, target, home);
@@ -121,7 +103,7 @@ async function main(): Promise<void> {
     rows.push(`| peak RSS, MB | ${names.map((n) => cell(n, (m) => m.rssMb, 0)).join(' | ')} |`);
     rows.push(`| load average at each restore | ${names.map((n) => samples.get(n)!.map((m) => m.load.toFixed(1)).join(', ')).join(' | ')} |`);
   }
-  await removeTargets();
+  await targets.removeAll();
   const names = tools.map(({ tool }) => tool.name);
   const report = [
     `${cpus()[0]?.model ?? 'cpu'}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${version('uname', ['-r'])}; node ${process.version}${have('restic') ? `; ${version('restic', ['version'])}` : ''}`,
