@@ -16,6 +16,7 @@ import type { Selection } from './select.ts';
 import { childPath } from './snapshot.ts';
 import { DIR_FLAGS, atPath, openFd } from './source.ts';
 import { SnapshotTrees } from './trees.ts';
+import { TreeCursor } from './tree.ts';
 import type { TreeNode } from './tree.ts';
 import type { Overwrite, Progress, Warnings } from './types.ts';
 import { WarningList } from './warnings.ts';
@@ -203,7 +204,9 @@ class RestoreJob {
 
   /**
    * Regular files and bytes the selection holds (a walk over the trees only), for the progress
-   * totals; with `plan`, tells the reader which chunks the restore will read, in its order.
+   * totals; with `plan`, tells the reader which chunks the restore will read, in its order. A
+   * stored tree is read with a cursor, not decoded: the restore's own walk decodes each once, and
+   * a second set of nodes was most of what the main thread left to the collector.
    */
   private async count(nodes: TreeNode[], selection: Selection, plan: boolean): Promise<{ files: number; bytes: number }> {
     let files = 0;
@@ -216,7 +219,35 @@ class RestoreJob {
         bytes += n.size;
         if (plan && n.chunks) this.reader.expect(n.chunks);
       } else if (n.type === 'd') {
-        const sub = await this.count((await this.trees.children(n)).nodes, sel, plan);
+        const stored = n.subtree ? await this.trees.stored(n.subtree) : null; // none in a format-1 snapshot
+        const sub = stored ? await this.countStored(stored.plain, sel, plan) : await this.count((await this.trees.children(n)).nodes, sel, plan);
+        files += sub.files;
+        bytes += sub.bytes;
+      }
+    }
+    return { files, bytes };
+  }
+
+  /** Like count, over a stored tree. */
+  private async countStored(plain: Uint8Array, selection: Selection, plan: boolean): Promise<{ files: number; bytes: number }> {
+    const c = new TreeCursor(plain, 'tree');
+    const b = c.bytes;
+    let files = 0;
+    let bytes = 0;
+    while (c.next()) {
+      const sel = selection === ALL ? ALL : below(selection, b.subarray(c.nameAt, c.nameAt + c.nameLength));
+      if (sel === undefined) continue;
+      if (c.type === 'f' && sel === ALL) {
+        files++;
+        bytes += c.size;
+        if (plan && c.chunkCount > 0) {
+          const ids: Uint8Array[] = [];
+          for (let k = 0; k < c.chunkCount; k++) ids.push(b.subarray(c.chunksAt + 32 * k, c.chunksAt + 32 * k + 32));
+          this.reader.expect(ids);
+        }
+      } else if (c.type === 'd') {
+        const stored = await this.trees.stored(new Uint8Array(b.subarray(c.subtreeAt, c.subtreeAt + 32)));
+        const sub = await this.countStored(stored!.plain, sel, plan);
         files += sub.files;
         bytes += sub.bytes;
       }
