@@ -39,6 +39,27 @@ describe('subset restore', () => {
     expect(await readFile(join(out, 'a/b/two.txt'), 'utf8')).toBe('two');
   });
 
+  it('reports the totals of what is selected, counted from the trees, before the files are written', async () => {
+    for (const [paths, files, bytes] of [[undefined, 4, 14], [[b('a')], 2, 6], [[b('a/b/two.txt'), b('c')], 2, 8]] as const) {
+      const totals: { filesTotal: number; bytesTotal: number }[] = [];
+      let totalsSeen: () => void = () => {};
+      const seen = new Promise<void>((resolve) => (totalsSeen = resolve));
+      await restore(repo, snapshotId, {
+        target: join(dir, `out-${files}-${bytes}`),
+        ...(paths ? { paths: [...paths] } : {}),
+        overwrite: 'always',
+        onProgress: (p) => {
+          if (p.filesTotal > 0 && p.filesDone === 0) {
+            totals.push({ filesTotal: p.filesTotal, bytesTotal: p.bytesTotal });
+            totalsSeen();
+          }
+        },
+        beforeCreate: () => seen, // nothing is written until the count has reported
+      });
+      expect(totals[0]).toEqual({ filesTotal: files, bytesTotal: bytes });
+    }
+  });
+
   it('rejects a path that is not in the snapshot', async () => {
     await expect(restore(repo, snapshotId, { target: join(dir, 'out'), paths: [b('nope'), b('a/one.txt/x'), b('a/one.txt')], overwrite: 'never' })).rejects.toMatchObject({
       code: 'PATH_NOT_FOUND',
