@@ -37,7 +37,7 @@ const files = Number(values.files);
 
 const SETS: Record<string, { label: string; dir: string; generate: (dir: string) => Promise<void> }> = {
   r: { label: '(r) real tree', dir: join(base, 'data', 'r'), generate: (dir) => generateRealTree(dir, join(root, 'node_modules')) },
-  s: { label: `(s) ${files.toLocaleString('en')} small files`, dir: join(base, 'scale', 'data', String(files)), generate: (dir) => generateScaleTree(dir, files) },
+  s: { label: `(s) ${files.toLocaleString('en')} small files`, dir: join(base, 'scale', 'data', `tree-${files}`), generate: (dir) => generateScaleTree(dir, files) },
 };
 
 /** `ours@<checkout>` restores with another checkout's engine from the same repository as `ours`. */
