@@ -40,7 +40,6 @@ export function operationIndex(operations: readonly RoutedOperation[]): Operatio
 }
 
 /** The operationId of a request (see operationIndex). */
-export function operationLookup(operations: readonly RoutedOperation[] | OperationIndex): (req: Request) => string {
-  const { ids, indexOf } = Array.isArray(operations) ? operationIndex(operations as readonly RoutedOperation[]) : (operations as OperationIndex);
+export function operationLookup({ ids, indexOf }: OperationIndex): (req: Request) => string {
   return (req) => ids[indexOf(req)]!;
 }
