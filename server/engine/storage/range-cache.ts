@@ -31,6 +31,11 @@ export interface RangeCacheOptions {
  */
 export const DEFAULT_RANGE_CACHE: RangeCacheOptions = { windowBytes: 24 * 2 ** 20, maxBytes: 96 * 2 ** 20, maxRange: 24 * 2 ** 20, ahead: 2 };
 
+/** A window's key: its size, its start and its object. */
+function windowKey(name: string, start: number, size: number): string {
+  return `${size}:${start}:${name}`;
+}
+
 /** How many windows before the furthest one read are still taken as being read (a restore reads from a few packs at once). */
 const BEHIND = 3;
 
@@ -154,7 +159,7 @@ export class RangeCache {
     if (length <= 0 || length > this.options.maxRange || !this.options.ahead) return;
     const size = this.options.windowBytes;
     for (let start = Math.floor(offset / size) * size; start < offset + length; start += size) {
-      const key = `${size}:${start}:${name}`;
+      const key = windowKey(name, start, size);
       let pending = this.pending.get(key);
       if (!pending) this.pending.set(key, (pending = new Map()));
       const known = pending.get(offset);
@@ -219,7 +224,7 @@ export class RangeCache {
   /** Whether no window of this size that the range needs was dropped (and not fetched again). */
   private usable(name: string, offset: number, length: number, size: number): boolean {
     for (let start = Math.floor(offset / size) * size; start < offset + length; start += size) {
-      const key = `${size}:${start}:${name}`;
+      const key = windowKey(name, start, size);
       if (!this.windows.has(key) && this.dropped.has(key)) return false;
     }
     return true;
@@ -232,7 +237,7 @@ export class RangeCache {
       const to = Math.min(offset + length, start + size);
       const w = this.window(name, start, size);
       w.served += to - from;
-      const key = `${size}:${start}:${name}`;
+      const key = windowKey(name, start, size);
       this.consume(key, from, to - from);
       const place = this.planned.get(key);
       if (place !== undefined && place > this.reached) {
@@ -267,7 +272,7 @@ export class RangeCache {
   }
 
   private window(name: string, start: number, size: number): Window {
-    const key = `${size}:${start}:${name}`;
+    const key = windowKey(name, start, size);
     const cached = this.windows.get(key);
     if (cached) {
       this.windows.delete(key); // most recent last
