@@ -104,7 +104,7 @@ async function run(repo: Repository, opts: CheckOptions, pool: WorkerPool): Prom
     }
   }
   // Index files, each on its own: a damaged one is a problem, not the end of the check.
-  const table = new BlobTable();
+  const table = new BlobTable(1024, { spillIds: true });
   for await (const { name } of repo.backend.list('index/')) {
     try {
       addIndexFile(table, repo.key, name, await abortable(repo.backend.load(name), signal));

@@ -31,7 +31,7 @@ const LOAD_CONCURRENCY = 8;
 type V1Row = [id: string, encrypted: 0 | 1, comp: CompressionCode, offset: number, length: number, rawLength: number];
 
 export class MasterIndex {
-  private current = new BlobTable();
+  private current = new BlobTable(1024, { spillIds: true });
   private loaded = new Set<string>();
 
   /**
@@ -51,10 +51,13 @@ export class MasterIndex {
     return this.current.has(id, type, encrypted);
   }
 
-  /** Any stored copy of the blob, preferring the encrypted one. */
+  /**
+   * Any stored copy of the blob, preferring the encrypted one, for a reader that checks what it
+   * reads against the id (see BlobTable.findToRead): the location holds the id asked for.
+   */
   find(id: Uint8Array, type: BlobType): BlobLocation | undefined {
-    const slot = this.current.find(id, type);
-    return slot < 0 ? undefined : this.current.location(slot);
+    const slot = this.current.findToRead(id, type);
+    return slot < 0 ? undefined : this.current.location(slot, id);
   }
 
   get size(): number {
@@ -72,7 +75,7 @@ export class MasterIndex {
     let table = this.current;
     let loaded = this.loaded;
     if ([...loaded].some((name) => !listed.has(name))) {
-      table = new BlobTable();
+      table = new BlobTable(1024, { spillIds: true });
       loaded = new Set();
     }
     const names = [...listed.keys()].filter((name) => !loaded.has(name));

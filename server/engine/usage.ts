@@ -39,9 +39,8 @@ export async function usage(repo: Repository): Promise<RepositoryUsage> {
   let chunkBytes = 0;
   for (const slot of table.slots()) {
     if (table.isTree(slot)) continue;
-    const loc = table.location(slot);
-    uniqueBytes += loc.rawLength;
-    chunkBytes += loc.length;
+    uniqueBytes += table.rawLengthOf(slot);
+    chunkBytes += table.lengthOf(slot);
   }
   return {
     snapshots: snapshots.length,
