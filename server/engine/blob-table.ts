@@ -278,7 +278,8 @@ export class BlobTable {
       if (old[from + WORD] === 0) continue;
       let slot = BlobTable.home(old[from + KEY]!, slots);
       while (t[slot * WORDS + WORD] !== 0) slot = slot + 1 === slots ? 0 : slot + 1;
-      t.set(old.subarray(from, from + WORDS), slot * WORDS);
+      const to = slot * WORDS;
+      for (let i = 0; i < WORDS; i++) t[to + i] = old[from + i]!;
     }
     this.segs[seg] = t;
     this.startsValid = false;
