@@ -58,10 +58,15 @@ function labels(sets: DataSet[]): [string, string][] {
   return rows;
 }
 
-async function step(proxy: S3Proxy, run: () => Promise<Measure>): Promise<Measure & { requests: number; byMethod: Record<string, number>; up: number; down: number }> {
+async function step(proxy: S3Proxy, run: () => Promise<Measure>): Promise<Measure & { requests: number; byKind: Record<string, number>; up: number; down: number }> {
   proxy.reset();
   const m = await run();
-  return { ...m, requests: proxy.counts.requests, byMethod: { ...proxy.counts.byMethod }, up: proxy.counts.bytesUp, down: proxy.counts.bytesDown };
+  return { ...m, requests: proxy.counts.requests, byKind: { ...proxy.counts.byKind }, up: proxy.counts.bytesUp, down: proxy.counts.bytesDown };
+}
+
+/** Requests by method and object kind, kept in the samples (s3-results.json) as `requests <step>: <method> <kind>`. */
+function kinds(stepName: string, byKind: Record<string, number>): Sample {
+  return Object.fromEntries(Object.entries(byKind).map(([kind, n]) => [`requests ${stepName}: ${kind}`, n]));
 }
 
 async function main(): Promise<void> {
@@ -117,8 +122,9 @@ async function main(): Promise<void> {
             [`uploaded_mb_${d.name}`]: m.up / 1e6,
             [`cpu_backup_${d.name}`]: m.cpuSeconds,
             [`rss_backup_${d.name}`]: m.rssMb,
+            ...kinds(`backup_${d.name}`, m.byKind),
           });
-          console.log(`round ${round + 1} (${d.name}) ${tool.name} backup: ${m.seconds.toFixed(1)} s, CPU ${m.cpuSeconds.toFixed(1)} s, ${JSON.stringify(m.byMethod)}`);
+          console.log(`round ${round + 1} (${d.name}) ${tool.name} backup: ${m.seconds.toFixed(1)} s, CPU ${m.cpuSeconds.toFixed(1)} s, ${JSON.stringify(m.byKind)}`);
         }
         for (const tool of order) {
           const st = state.get(tool.name)!;
@@ -130,8 +136,9 @@ async function main(): Promise<void> {
             [`downloaded_mb_${d.name}`]: m.down / 1e6,
             [`cpu_restore_${d.name}`]: m.cpuSeconds,
             [`rss_restore_${d.name}`]: m.rssMb,
+            ...kinds(`restore_${d.name}`, m.byKind),
           });
-          console.log(`round ${round + 1} (${d.name}) ${tool.name} restore: ${m.seconds.toFixed(1)} s, CPU ${m.cpuSeconds.toFixed(1)} s, ${JSON.stringify(m.byMethod)}`);
+          console.log(`round ${round + 1} (${d.name}) ${tool.name} restore: ${m.seconds.toFixed(1)} s, CPU ${m.cpuSeconds.toFixed(1)} s, ${JSON.stringify(m.byKind)}`);
           await rm(st.target, { recursive: true, force: true });
         }
       }
@@ -150,7 +157,7 @@ async function main(): Promise<void> {
   const names = tools.map((t) => t.name);
   const ref = names.includes('restic') ? 'restic' : undefined;
   const lines = labels(sets).map(([m, label]) => {
-    const digits = m.startsWith('backup_') || m.startsWith('restore_') || m.startsWith('cpu') ? 2 : 0;
+    const digits = /^(backup|restore)_[ar]$|^cpu/.test(m) ? 2 : 0;
     const cells = names.map((n) => {
       const s = stat(n, m);
       const ratio = ref ? ` (${(s.median / stat(ref, m).median).toFixed(2)}×)` : '';

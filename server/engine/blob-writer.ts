@@ -5,7 +5,8 @@ import { BlobTable } from './blob-table.ts';
 import { EngineError, abortable, fromStorage } from './errors.ts';
 import type { FinishedPack } from './pack.ts';
 import type { Avoid } from './prune-marker.ts';
-import { DATA_PACK_SIZE, PACK_BLOBS, PackWriter, TREE_PACK_SIZE } from './pack.ts';
+import { PACK_BLOBS, PackWriter, TREE_PACK_SIZE } from './pack.ts';
+import { DEFAULT_PACKING } from './storage/backend.ts';
 import type { EncodeOptions, WorkerPool } from './pool.ts';
 import type { SourceFile } from './worker.ts';
 import type { Repository } from './repository.ts';
@@ -16,18 +17,13 @@ import type { Repository } from './repository.ts';
  * data, trees), saves a pack once full (while the next one fills), and every few packs (or few
  * thousand blobs) writes an index file for the packs already saved (so a crashed backup's data is reused by the next one).
  * Memory is bounded: blobs in flight to the workers, and encoded bytes not yet saved in a pack,
- * each have a byte budget.
+ * each have a byte budget. Data packs close at the size the storage asks for (`Backend.packing`),
+ * and the bytes not yet saved are bounded as it says.
  */
 const INDEX_EVERY_PACKS = 8;
 /** ...or every this many blobs, so that many small files do not keep many blob records waiting (each index file is a request to an object store). */
 const INDEX_EVERY_BLOBS = 16384;
 const IN_FLIGHT = 16 * 1024 * 1024;
-/**
- * The packs being filled plus about three being saved: an object store takes up to a second or
- * more per pack under load, while large files fill one in a fraction of that (with two, a backup
- * to S3 waited about 2 s of 28 for uploads).
- */
-const UNWRITTEN = 64 * 1024 * 1024;
 /** Counted per blob on top of its bytes, so that many tiny blobs in flight are bounded too. */
 const BLOB_OVERHEAD = 32768;
 /** How long an abandoned backup waits for the packs being saved. */
@@ -52,6 +48,7 @@ export class BlobWriter {
   private readonly inFlight: Budget;
   private readonly unwritten: Budget;
   private readonly signal: AbortSignal | undefined;
+  private readonly dataPackBytes: number;
   private failure: unknown = null;
   storedBytes = 0;
 
@@ -66,7 +63,9 @@ export class BlobWriter {
     this.avoid = avoid;
     this.signal = signal;
     this.inFlight = new Budget(IN_FLIGHT, signal);
-    this.unwritten = new Budget(UNWRITTEN, signal);
+    const packing = repo.backend.packing ?? DEFAULT_PACKING;
+    this.dataPackBytes = packing.dataPackBytes;
+    this.unwritten = new Budget(packing.unwrittenBytes, signal);
   }
 
   /** Waits for room, then runs `start`; the returned thunk resolves once the work is accepted into a pack. */
@@ -128,7 +127,7 @@ export class BlobWriter {
     const pack = (this.packs[type] ??= new PackWriter(this.repo.backend, type));
     this.unwritten.take(blob.data.length);
     pack.add(blob, encrypted);
-    if (pack.size >= (type === 'tree' ? TREE_PACK_SIZE : DATA_PACK_SIZE) || pack.blobs.count >= PACK_BLOBS) this.rotate(type);
+    if (pack.size >= (type === 'tree' ? TREE_PACK_SIZE : this.dataPackBytes) || pack.blobs.count >= PACK_BLOBS) this.rotate(type);
     return blob.id;
   }
 

@@ -13,9 +13,9 @@ import type { CompressionCode } from './types.ts';
  * A pack holds blobs of one type (data or tree) back to back, then a sealed header listing them
  * (so an index can be rebuilt from the packs alone), then the header's length (u32 LE). Packs
  * are named data/<first two hex digits>/<SHA-256 of the pack>. Tree packs are kept apart from
- * data packs so that what reads trees (listing, prune, check) never reads file data.
+ * data packs so that what reads trees (listing, prune, check) never reads file data. Data packs
+ * close at the size their storage asks for (`Backend.packing`), tree packs at 4 MiB.
  */
-export const DATA_PACK_SIZE = 16 * 1024 * 1024;
 export const TREE_PACK_SIZE = 4 * 1024 * 1024;
 /**
  * A pack is also closed at this many blobs: what a pack being filled holds per blob stays bounded

@@ -4,7 +4,8 @@ import type { BlobTable, BlobType } from './blob-table.ts';
 import { fromHex } from './codec.ts';
 import { EngineError, abortable } from './errors.ts';
 import { writeIndexFile } from './master-index.ts';
-import { DATA_PACK_SIZE, PACK_BLOBS, PackWriter, TREE_PACK_SIZE, packName } from './pack.ts';
+import { PACK_BLOBS, PackWriter, TREE_PACK_SIZE, packName } from './pack.ts';
+import { DEFAULT_PACKING } from './storage/backend.ts';
 import type { FinishedPack, PackedBlob } from './pack.ts';
 import type { PrunePlan } from './prune-plan.ts';
 import type { Repository } from './repository.ts';
@@ -12,7 +13,8 @@ import type { Repository } from './repository.ts';
 /**
  * The writing half of a prune: copies the used blobs of the packs to repack into new packs (their
  * stored bytes as they are: nothing is decrypted or compressed again), then writes index files
- * that list every used blob of the kept and new packs. Nothing is deleted here, so whatever
+ * that list every used blob of the kept and new packs. New data packs close at the size the
+ * storage asks for, as a backup's do. Nothing is deleted here, so whatever
  * happens the repository holds every blob at least once and every index entry points into an
  * existing pack.
  *
@@ -33,7 +35,7 @@ export async function repackAndIndex(repo: Repository, table: BlobTable, plan: P
   const written: FinishedPack[] = [];
   for (const type of ['tree', 'data'] as const) {
     let writer: PackWriter | null = null;
-    const limit = type === 'tree' ? TREE_PACK_SIZE : DATA_PACK_SIZE;
+    const limit = type === 'tree' ? TREE_PACK_SIZE : (repo.backend.packing ?? DEFAULT_PACKING).dataPackBytes;
     const close = async (): Promise<void> => {
       if (!writer) return;
       const finished = await abortable(writer.finish(repo.key), signal);

@@ -3,7 +3,7 @@ import { constants } from 'node:fs';
 import { link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { checkName, type Backend, type ObjectInfo } from './backend.ts';
+import { DEFAULT_PACKING, checkName, type Backend, type ObjectInfo, type Packing } from './backend.ts';
 import { ObjectNotFoundError, StorageFullError, StorageUnavailableError } from './errors.ts';
 
 /**
@@ -16,10 +16,12 @@ import { ObjectNotFoundError, StorageFullError, StorageUnavailableError } from '
 export class LocalBackend implements Backend {
   readonly root: string;
   readonly location: string;
+  readonly packing: Packing;
 
-  constructor(root: string) {
+  constructor(root: string, options: { packing?: Packing } = {}) {
     this.root = root;
     this.location = root;
+    this.packing = options.packing ?? DEFAULT_PACKING;
   }
 
   private path(name: string): string {

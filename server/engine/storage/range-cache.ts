@@ -21,15 +21,22 @@ export interface RangeCacheOptions {
   maxRange: number;
   /** Windows fetched ahead of the reads, when the reads were announced (`expect`), within `maxBytes`. */
   ahead?: number;
+  /** Of a window dropped with announced reads still to come, their bytes are kept, up to this many in all. */
+  keptBytes?: number;
 }
 
 /**
- * A window holds a whole data pack (16 MiB, plus its last blob of up to 4 MiB and its header), so
- * a restore reads each pack in one request, as restic does, small blobs and large alike (a large
- * file's chunks read on their own beside the window of their pack downloaded its bytes twice);
- * 96 MiB hold the packs a restore's parallel reads straddle and two more fetched ahead of them.
+ * The windows for data packs that close at `packBytes`: a window holds a whole pack (plus its
+ * last blob, of up to 4 MiB, and its header: 8 MiB more), so a restore reads each pack in one
+ * request, as restic does, small blobs and large alike (a large file's chunks read on their own
+ * beside the window of their pack downloaded its bytes twice); three windows' worth hold the pack
+ * being read and two fetched ahead of it (packs hold less than their window once their size is
+ * known). A pack larger than its window is read through two windows: any pack size is read.
  */
-export const DEFAULT_RANGE_CACHE: RangeCacheOptions = { windowBytes: 24 * 2 ** 20, maxBytes: 96 * 2 ** 20, maxRange: 24 * 2 ** 20, ahead: 2 };
+export function rangeCacheFor(packBytes: number): RangeCacheOptions {
+  const windowBytes = packBytes + 8 * 2 ** 20;
+  return { windowBytes, maxBytes: 3 * windowBytes, maxRange: windowBytes, ahead: 2, keptBytes: 16 * 2 ** 20 };
+}
 
 /** A window's key: its size, its start and its object. */
 function windowKey(name: string, start: number, size: number): string {
@@ -38,6 +45,16 @@ function windowKey(name: string, start: number, size: number): string {
 
 /** How many windows before the furthest one read are still taken as being read (a restore reads from a few packs at once). */
 const BEHIND = 3;
+
+/** Announced ranges of a dropped window this close together are kept as one (a restore reads nearby small blobs in one run). */
+const KEPT_GAP = 64 * 1024;
+
+/** Bytes of a dropped window that announced reads still need, and how many reads of each range start are still to come. */
+interface Kept {
+  start: number;
+  bytes: Uint8Array;
+  left: Map<number, number>;
+}
 
 /** Where a fetch hands its bytes, in order: `size` once, before any bytes, with how many will come. */
 export interface FetchSink {
@@ -51,10 +68,11 @@ export type FetchInto = (name: string, offset: number, length: number, sink: Fet
 /** One window: its bytes as they arrive, and the reads waiting for them. */
 class Window {
   readonly name: string;
+  readonly start: number;
   /** Bytes counted against the cache: the window's size until the store says how much comes. */
   held: number;
   private bytes: Uint8Array | null = null;
-  private received = 0;
+  private receivedBytes = 0;
   /** Whether the fetch has ended (all bytes in, or failed). */
   done = false;
   /** Bytes handed to readers so far: a window mostly read is the first to go. */
@@ -64,8 +82,9 @@ class Window {
   readonly finished: Promise<void>;
 
   /** `sized` is told how many bytes the window holds, once the store has said. */
-  constructor(name: string, held: number, fetch: (sink: FetchSink) => Promise<void>, sized: (window: Window, bytes: number) => void) {
+  constructor(name: string, start: number, held: number, fetch: (sink: FetchSink) => Promise<void>, sized: (window: Window, bytes: number) => void) {
     this.name = name;
+    this.start = start;
     this.held = held;
     this.finished = fetch({
       size: (bytes) => {
@@ -73,8 +92,8 @@ class Window {
         sized(this, bytes);
       },
       data: (chunk) => {
-        this.bytes!.set(chunk, this.received);
-        this.received += chunk.length;
+        this.bytes!.set(chunk, this.receivedBytes);
+        this.receivedBytes += chunk.length;
         this.wake();
       },
     }).then(
@@ -90,6 +109,11 @@ class Window {
     );
   }
 
+  /** The bytes in so far. */
+  get received(): Uint8Array {
+    return (this.bytes ?? new Uint8Array(0)).subarray(0, this.receivedBytes);
+  }
+
   /** The window's bytes once its first `end` are in (or all it will ever hold, if fewer). */
   until(end: number): Promise<Uint8Array> {
     return new Promise((resolve, reject) => {
@@ -103,7 +127,7 @@ class Window {
     this.waiters = [];
     for (const w of waiting) {
       if (this.failure) w.reject(this.failure.err);
-      else if (this.received >= w.end || this.done) w.resolve((this.bytes ?? new Uint8Array(0)).subarray(0, this.received));
+      else if (this.receivedBytes >= w.end || this.done) w.resolve(this.received);
       else this.waiters.push(w);
     }
   }
@@ -127,8 +151,11 @@ export class RangeCache {
   /** No window planned before this place has announced reads to come. */
   private first = 0;
   private pumping = false;
+  /** By object: ranges of dropped windows kept for announced reads (`keptBytes`), and their bytes in all. */
+  private readonly kept = new Map<string, Kept[]>();
+  private keptHeld = 0;
 
-  constructor(fetch: FetchInto, options: RangeCacheOptions = DEFAULT_RANGE_CACHE) {
+  constructor(fetch: FetchInto, options: RangeCacheOptions) {
     this.fetch = fetch;
     this.options = options;
   }
@@ -137,12 +164,15 @@ export class RangeCache {
    * Exactly `length` bytes from `offset`, else a RangeError (the object is shorter); null when
    * the range is not read through windows: when it is too long, or when the windows it needs were
    * fetched once and dropped since, small ones too. A read that comes back to a dropped window is
-   * most often a stray one (a blob shared with a file restored long before): it is read from a
-   * window an eighth the size (the shared blobs of a duplicated directory lie together), and
-   * when that one was dropped too, on its own.
+   * most often a stray one (a blob shared with a file restored long before): when it was
+   * announced, its bytes were kept as the window was dropped (up to `keptBytes`); else it is read
+   * from a window an eighth the size (the shared blobs of a duplicated directory lie together),
+   * and when that one was dropped too, on its own.
    */
   read(name: string, offset: number, length: number): Promise<Uint8Array> | null {
     if (length <= 0 || length > this.options.maxRange) return null;
+    const kept = this.fromKept(name, offset, length);
+    if (kept) return Promise.resolve(kept);
     const size = [this.options.windowBytes, this.options.windowBytes / 8].find((size) => this.usable(name, offset, length, size));
     return size === undefined ? null : this.readFrom(name, offset, length, size);
   }
@@ -259,6 +289,58 @@ export class RangeCache {
     for (const key of this.dropped) {
       if (key.slice(key.indexOf(':', key.indexOf(':') + 1) + 1) === name) this.dropped.delete(key);
     }
+    for (const k of this.kept.get(name) ?? []) this.keptHeld -= k.bytes.length;
+    this.kept.delete(name);
+  }
+
+  /**
+   * Keeps the bytes of a window being dropped that announced reads still need (blobs shared with
+   * files restored later: restic writes such a blob into every file when its pack comes; here its
+   * bytes wait for their reads), nearby ranges as one, while they fit in `keptBytes`.
+   */
+  private keep(key: string, window: Window): void {
+    const pending = this.pending.get(key);
+    const budget = this.options.keptBytes ?? 0;
+    if (!pending || budget === 0 || window.failure) return;
+    const bytes = window.received;
+    const groups: { from: number; to: number; left: Map<number, number> }[] = [];
+    for (const [at, { length, count }] of [...pending].sort((a, b) => a[0] - b[0])) {
+      const last = groups.at(-1);
+      if (last && at <= last.to + KEPT_GAP) {
+        last.to = Math.max(last.to, at + length);
+        last.left.set(at, count);
+      } else groups.push({ from: at, to: at + length, left: new Map([[at, count]]) });
+    }
+    for (const g of groups) {
+      if (g.from < window.start || g.to - window.start > bytes.length || this.keptHeld + g.to - g.from > budget) continue;
+      let list = this.kept.get(window.name);
+      if (!list) this.kept.set(window.name, (list = []));
+      list.push({ start: g.from, bytes: bytes.slice(g.from - window.start, g.to - window.start), left: g.left });
+      this.keptHeld += g.to - g.from;
+    }
+  }
+
+  /** A copy of the range from the kept bytes, if they hold it; counts the announced reads within it as made. */
+  private fromKept(name: string, offset: number, length: number): Uint8Array | null {
+    const list = this.kept.get(name);
+    const i = list?.findIndex((k) => k.start <= offset && offset + length <= k.start + k.bytes.length) ?? -1;
+    if (!list || i < 0) return null;
+    const k = list[i]!;
+    const out = k.bytes.slice(offset - k.start, offset - k.start + length);
+    for (const [at, n] of k.left) {
+      if (at < offset || at >= offset + length) continue;
+      if (n > 1) k.left.set(at, n - 1);
+      else k.left.delete(at);
+    }
+    if (k.left.size === 0) {
+      list.splice(i, 1);
+      this.keptHeld -= k.bytes.length;
+      if (list.length === 0) this.kept.delete(name);
+    }
+    const size = this.options.windowBytes;
+    const start = Math.floor(offset / size) * size;
+    if (offset + length <= start + size) this.consume(windowKey(name, start, size), offset, length);
+    return out;
   }
 
   private forget(key: string, window: Window, evicted = false): void {
@@ -266,6 +348,7 @@ export class RangeCache {
     if (evicted) {
       if (this.dropped.size >= 65536) this.dropped.clear();
       this.dropped.add(key);
+      this.keep(key, window);
     }
     this.windows.delete(key);
     this.held -= window.held;
@@ -281,6 +364,7 @@ export class RangeCache {
     }
     const window = new Window(
       name,
+      start,
       size,
       (sink) => this.fetch(name, start, size, sink),
       (w, bytes) => {

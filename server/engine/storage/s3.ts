@@ -7,9 +7,9 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
-import { checkName, type Backend, type ObjectInfo } from './backend.ts';
+import { checkName, type Backend, type ObjectInfo, type Packing } from './backend.ts';
 import { ObjectNotFoundError, StorageError, StorageUnavailableError } from './errors.ts';
-import { DEFAULT_RANGE_CACHE, RangeCache, type FetchSink, type RangeCacheOptions } from './range-cache.ts';
+import { RangeCache, rangeCacheFor, type FetchSink, type RangeCacheOptions } from './range-cache.ts';
 import { DEFAULT_S3_LIMITS, withRetries, type S3Limits } from './s3-retry.ts';
 
 /** Where an S3-compatible store is and how to address it; credentials come from the SDK's own chain. */
@@ -24,8 +24,15 @@ export interface S3Connection {
   profile?: string;
 }
 
-/** PutObject's limit: larger objects would need multipart, which the engine never needs (packs are ~16 MiB). */
+/** PutObject's limit: larger objects would need multipart, which the engine never needs (packs are ~32 MiB). */
 const MAX_PUT_BYTES = 5 * 2 ** 30;
+
+/**
+ * Packing on object storage: each object is a request to write and one to read, so data packs
+ * close at 32 MiB (half the requests of 16 MiB packs; a restore's read windows, a pack each, grow
+ * with them), with the pack being filled and about two being saved.
+ */
+export const S3_PACKING: Packing = { dataPackBytes: 32 * 2 ** 20, unwrittenBytes: 96 * 2 ** 20 };
 
 /**
  * One client per store, shared by every repository on it. The SDK retries nothing itself
@@ -55,7 +62,7 @@ export function createS3Client(connection: S3Connection, limits: S3Limits = DEFA
 /**
  * A repository under a prefix of an S3 bucket. Objects are written whole with one PutObject
  * (atomic: a reader sees the old object, none, or the whole new one); `ifAbsent` is
- * `If-None-Match: *`. Ranged reads are served from 24 MiB windows of the object (a whole
+ * `If-None-Match: *`. Ranged reads are served from windows of the object (a whole
  * pack), each fetched once per backend and streamed in, ahead of the reads once they are
  * announced (range-cache.ts). Errors are the storage module's own (not-found, unavailable,
  * full); no SDK error leaves this module except as a `cause`.
@@ -67,10 +74,11 @@ export class S3Backend implements Backend {
   /** The key prefix of this repository: '' or ending in '/'. */
   private readonly root: string;
   private readonly limits: S3Limits;
+  readonly packing: Packing;
   /** Ranged reads come from windows of the object (range-cache.ts); null reads every range as asked. */
   private readonly windows: RangeCache | null;
 
-  constructor(options: { client: S3Client; bucket: string; prefix: string; limits?: S3Limits; rangeCache?: RangeCacheOptions | false }) {
+  constructor(options: { client: S3Client; bucket: string; prefix: string; limits?: S3Limits; packing?: Packing; rangeCache?: RangeCacheOptions | false }) {
     const prefix = options.prefix.replace(/^\/+|\/+$/g, '');
     if (prefix !== '') checkName(prefix);
     this.client = options.client;
@@ -78,7 +86,8 @@ export class S3Backend implements Backend {
     this.root = prefix === '' ? '' : `${prefix}/`;
     this.limits = options.limits ?? DEFAULT_S3_LIMITS;
     this.location = `s3://${this.bucket}/${this.root}`;
-    const cache = options.rangeCache ?? DEFAULT_RANGE_CACHE;
+    this.packing = options.packing ?? S3_PACKING;
+    const cache = options.rangeCache ?? rangeCacheFor(this.packing.dataPackBytes);
     this.windows = cache ? new RangeCache((name, offset, length, sink) => this.stream(name, offset, length, sink), cache) : null;
   }
 

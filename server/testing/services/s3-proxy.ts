@@ -7,7 +7,7 @@ import { request, createServer, type IncomingMessage, type Server } from 'node:h
  */
 export interface S3Proxy {
   endpoint: string;
-  counts: { requests: number; byMethod: Record<string, number>; bytesUp: number; bytesDown: number };
+  counts: { requests: number; byMethod: Record<string, number>; byKind: Record<string, number>; bytesUp: number; bytesDown: number };
   reset(): void;
   /** The next `times` requests (matching `when`, if given) are answered with this error instead. */
   fail(status: number, code: string, times: number, when?: (req: IncomingMessage) => boolean): void;
@@ -18,13 +18,15 @@ export interface S3Proxy {
 
 export async function startS3Proxy(target: string): Promise<S3Proxy> {
   const upstream = new URL(target);
-  const counts = { requests: 0, byMethod: {} as Record<string, number>, bytesUp: 0, bytesDown: 0 };
+  const counts = { requests: 0, byMethod: {} as Record<string, number>, byKind: {} as Record<string, number>, bytesUp: 0, bytesDown: 0 };
   let failing: { status: number; code: string; times: number; when?: ((req: IncomingMessage) => boolean) | undefined } | null = null;
   let hook: ((req: IncomingMessage) => Promise<void> | void) | null = null;
 
   const server: Server = createServer((req, res) => {
     counts.requests++;
     counts.byMethod[req.method!] = (counts.byMethod[req.method!] ?? 0) + 1;
+    const kind = `${req.method} ${objectKind(req.url ?? '/')}`;
+    counts.byKind[kind] = (counts.byKind[kind] ?? 0) + 1;
     req.on('data', (chunk: Buffer) => (counts.bytesUp += chunk.length));
     if (failing && failing.times > 0 && (!failing.when || failing.when(req))) {
       failing.times--;
@@ -56,6 +58,7 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
     reset() {
       counts.requests = 0;
       counts.byMethod = {};
+      counts.byKind = {};
       counts.bytesUp = 0;
       counts.bytesDown = 0;
     },
@@ -70,4 +73,16 @@ export async function startS3Proxy(target: string): Promise<S3Proxy> {
       return new Promise((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * What kind of repository object a request is about, by the first name a repository uses in its
+ * key or listing prefix (both ours and restic's: data, index, snapshots, keys, locks, config).
+ */
+function objectKind(url: string): string {
+  const parsed = new URL(url, 'http://x');
+  const path = parsed.searchParams.get('prefix') ?? decodeURIComponent(parsed.pathname);
+  const what = parsed.searchParams.has('prefix') || parsed.searchParams.has('list-type') ? 'list ' : '';
+  const kind = path.split('/').find((part) => ['data', 'index', 'snapshots', 'keys', 'locks', 'config'].includes(part));
+  return what + (kind ?? 'other');
 }
