@@ -24,6 +24,8 @@ const INDEX_EVERY_PACKS = 8;
 /** ...or every this many blobs, so that many small files do not keep many blob records waiting (each index file is a request to an object store). */
 const INDEX_EVERY_BLOBS = 16384;
 const IN_FLIGHT = 16 * 1024 * 1024;
+/** The largest blob a pack may take last (a chunk of 4 MiB, stored with its overhead). */
+const MAX_BLOB = 5 * 1024 * 1024;
 /** Counted per blob on top of its bytes, so that many tiny blobs in flight are bounded too. */
 const BLOB_OVERHEAD = 32768;
 /** How long an abandoned backup waits for the packs being saved. */
@@ -65,7 +67,8 @@ export class BlobWriter {
     this.inFlight = new Budget(IN_FLIGHT, signal);
     const packing = repo.backend.packing ?? DEFAULT_PACKING;
     this.dataPackBytes = packing.dataPackBytes;
-    this.unwritten = new Budget(packing.unwrittenBytes, signal);
+    // Below a full data pack and a tree pack (each with its last blob) nothing would ever be saved: the backup would wait for good.
+    this.unwritten = new Budget(Math.max(packing.unwrittenBytes, packing.dataPackBytes + TREE_PACK_SIZE + 2 * MAX_BLOB), signal);
   }
 
   /** Waits for room, then runs `start`; the returned thunk resolves once the work is accepted into a pack. */

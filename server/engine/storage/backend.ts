@@ -16,7 +16,8 @@ export interface ObjectInfo {
 
 /**
  * How a backup packs blobs for a storage: the size at which a data pack is closed, and how many
- * bytes of packs may be filling or being saved at once. Pack sizes are not part of the format:
+ * bytes of packs may be filling or being saved at once (at least a data pack and a tree pack
+ * being filled: a smaller budget is raised to that). Pack sizes are not part of the format:
  * readers, prune and check take packs of any size.
  */
 export interface Packing {

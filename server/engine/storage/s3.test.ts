@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,19 +70,35 @@ describe('s3 backend against a real gateway', () => {
 
   it('reads many ranges of one object, small and large, in a few requests, and nothing of an object replaced since', async () => {
     const b = backend({ via: 'proxy' });
-    const bytes = randomBytes(30 * 2 ** 20);
+    const bytes = randomBytes(50 * 2 ** 20); // more than a 32 MiB pack's window of 40 MiB
     await b.save('data/aa/pack', [bytes]);
     proxy.reset();
-    const ranges = Array.from({ length: 400 }, (_, i) => ({ offset: i * 78_000 + (i % 7), length: 3000 + i }));
-    ranges.push({ offset: 24 * 2 ** 20 - 100, length: 200 }); // across the two windows
+    const ranges = Array.from({ length: 400 }, (_, i) => ({ offset: i * 130_000 + (i % 7), length: 3000 + i }));
+    ranges.push({ offset: 40 * 2 ** 20 - 100, length: 200 }); // across the two windows
     ranges.push({ offset: 5 * 2 ** 20, length: 4 * 2 ** 20 }); // a large blob's range: from its window as well
     const got = await Promise.all(ranges.map((r) => b.load('data/aa/pack', r)));
     for (const [i, r] of ranges.entries()) expect(Buffer.from(got[i]!).equals(bytes.subarray(r.offset, r.offset + r.length))).toBe(true);
-    expect(proxy.counts.byMethod.GET).toBe(2); // two 24 MiB windows, each fetched once (a 20 MiB pack is one)
+    expect(proxy.counts.byMethod.GET).toBe(2); // two 40 MiB windows, each fetched once (a pack of up to 40 MiB is one)
     const next = randomBytes(1000);
     await b.save('data/aa/pack', [next]);
     expect(Buffer.from(await b.load('data/aa/pack', { offset: 10, length: 20 })).equals(next.subarray(10, 30))).toBe(true);
     await expect(b.load('data/aa/pack', { offset: 990, length: 20 })).rejects.toBeInstanceOf(RangeError);
+  });
+
+  it('uploads an object from its parts with the SHA-256 of the whole signed, not one buffer', async () => {
+    const b = backend({ via: 'proxy' });
+    const parts = [randomBytes(3 * 2 ** 20), randomBytes(1000), randomBytes(2 ** 20 + 7)];
+    const signed: string[] = [];
+    proxy.beforeForward((req) => {
+      if (req.method === 'PUT') signed.push(String(req.headers['x-amz-content-sha256']));
+    });
+    try {
+      await b.save('data/bb/parts', parts);
+    } finally {
+      proxy.beforeForward(null);
+    }
+    expect(signed).toEqual([createHash('sha256').update(Buffer.concat(parts)).digest('hex')]);
+    expect(Buffer.from(await b.load('data/bb/parts')).equals(Buffer.concat(parts))).toBe(true);
   });
 
   it('refuses wrong credentials at once, as unavailable, without retrying', async () => {
