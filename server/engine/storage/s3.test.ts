@@ -1,13 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRgw, type Rgw } from '../../testing/services/rgw.ts';
 import { startS3Proxy, type S3Proxy } from '../../testing/services/s3-proxy.ts';
+import { backup, check, forget, newMasterKey, prune, Repository, restore } from '../index.ts';
 import { listAll } from './backend.ts';
 import { ObjectNotFoundError, StorageFullError, StorageUnavailableError } from './errors.ts';
-import { createS3Client, S3Backend, type S3Connection } from './s3.ts';
+import { createS3Client, S3_PACKING, S3Backend, type S3Connection } from './s3.ts';
 import { DEFAULT_S3_LIMITS, frozenStoreBoundMs, type S3Limits } from './s3-retry.ts';
 import { backendSuite } from './suite.ts';
 
@@ -37,10 +38,18 @@ afterAll(async () => {
   if (credentialsDir) rmSync(credentialsDir, { recursive: true, force: true });
 });
 
-function backend(options: { via?: 'proxy'; bucket?: string; prefix?: string; limits?: S3Limits; connection?: Partial<S3Connection> } = {}): S3Backend {
+function backend(
+  options: { via?: 'proxy'; bucket?: string; prefix?: string; limits?: S3Limits; connection?: Partial<S3Connection>; packing?: S3Backend['packing'] } = {},
+): S3Backend {
   const endpoint = options.via === 'proxy' ? proxy.endpoint : rgw.endpoint;
   const client = createS3Client({ endpoint, region: rgw.region, forcePathStyle: true, ...options.connection }, options.limits);
-  return new S3Backend({ client, bucket: options.bucket ?? BUCKET, prefix: options.prefix ?? `t/${randomBytes(6).toString('hex')}`, ...(options.limits ? { limits: options.limits } : {}) });
+  return new S3Backend({
+    client,
+    bucket: options.bucket ?? BUCKET,
+    prefix: options.prefix ?? `t/${randomBytes(6).toString('hex')}`,
+    ...(options.limits ? { limits: options.limits } : {}),
+    ...(options.packing ? { packing: options.packing } : {}),
+  });
 }
 
 // Each conformance test gets its own prefix of one bucket; the cluster is thrown away at the end.
@@ -170,6 +179,53 @@ describe('s3 backend against a real gateway', () => {
     }
     expect(Buffer.from(await b.load('index/before')).toString()).toBe('x');
     await b.save('data/00/after', [Buffer.from('y')]);
+  });
+
+  it('backs up into data packs of the size S3 asks for; packs of another size in the same repository are read, pruned and checked alike', async () => {
+    const MiB = 2 ** 20;
+    const dir = mkdtempSync(join(tmpdir(), 's3-packing-'));
+    try {
+      const a = randomBytes(40 * MiB);
+      mkdirSync(join(dir, 'one'));
+      writeFileSync(join(dir, 'one', 'a.bin'), a);
+      mkdirSync(join(dir, 'two'));
+      writeFileSync(join(dir, 'two', 'a-part.bin'), a.subarray(0, 24 * MiB)); // shares most of a's first pack, some of its second
+      writeFileSync(join(dir, 'two', 'b.bin'), randomBytes(40 * MiB));
+      for (let i = 0; i < 50; i++) writeFileSync(join(dir, 'two', `small-${i}.txt`), `small ${i} ${randomBytes(500).toString('hex')}`);
+      const prefix = `packing/${randomBytes(6).toString('hex')}`;
+      const key = newMasterKey();
+      const opts = { compression: 'zstd', encryption: true, deduplication: true } as const;
+      const packs = async () => new Map((await listAll(backend({ prefix }), 'data/')).map((o) => [o.name, o.size]));
+
+      // A repository first written with 16 MiB packs (as a local directory writes them)...
+      const small = await Repository.open(backend({ prefix, packing: { dataPackBytes: 16 * MiB, unwrittenBytes: 64 * MiB } }), key);
+      const first = await backup(small, { ...opts, source: join(dir, 'one') });
+      await small.close();
+      const before = await packs();
+      const large = (sizes: Iterable<number>, from: number) => [...sizes].filter((n) => n >= from * MiB);
+      expect(large(before.values(), 16)).toHaveLength(2);
+      expect(large(before.values(), 24)).toHaveLength(0);
+
+      // ...then by the S3 backend as it is: 32 MiB data packs.
+      const repo = await Repository.open(backend({ prefix }), key);
+      expect(repo.backend.packing).toEqual(S3_PACKING);
+      const second = await backup(repo, { ...opts, source: join(dir, 'two') });
+      const added = [...(await packs())].filter(([name]) => !before.has(name)).map(([, size]) => size);
+      expect(large(added, 32)).toHaveLength(1);
+      expect(large(added, 40)).toHaveLength(0);
+
+      await forget(repo, first.snapshotId);
+      const pruned = await prune(repo, { repackThreshold: 0.1 });
+      expect(pruned.packsDeleted + pruned.packsRepacked).toBeGreaterThan(0);
+      expect((await check(repo, { readData: true })).ok).toBe(true);
+      await restore(repo, second.snapshotId, { target: join(dir, 'out'), overwrite: 'never' });
+      expect(readFileSync(join(dir, 'out', 'a-part.bin')).equals(a.subarray(0, 24 * MiB))).toBe(true);
+      expect(readFileSync(join(dir, 'out', 'b.bin')).equals(readFileSync(join(dir, 'two', 'b.bin')))).toBe(true);
+      expect(readFileSync(join(dir, 'out', 'small-7.txt'), 'utf8')).toBe(readFileSync(join(dir, 'two', 'small-7.txt'), 'utf8'));
+      await repo.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('fails a frozen store within well under two minutes with the default limits', () => {
