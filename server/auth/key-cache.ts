@@ -1,4 +1,5 @@
 import type { AccountStore, ApiKeyRecord } from '../store/index.ts';
+import { VersionedCache } from '../store/versioned-cache.ts';
 
 /**
  * How long after a change to a key or an account is committed (by any instance, or the keys
@@ -13,60 +14,23 @@ const SIZE = 10_000;
 /**
  * The API keys bearer authentication looks up, kept between requests. Invalidation: the store's
  * key version (AccountStore.keysVersion, moved by a trigger on every change to api_keys or
- * accounts) is read at most once per KEY_CHANGES_SEEN_WITHIN_MS, and a new version empties the
- * cache. A lookup that was under way when the cache was emptied is not kept. Keys that do not
- * exist are not cached (they have no tokens).
+ * accounts), as VersionedCache reads it. Keys that do not exist are not cached (they have no tokens).
  */
 export class KeyCache {
   private readonly accounts: AccountStore;
-  private readonly now: () => number;
-  private readonly entries = new Map<string, ApiKeyRecord>();
-  private version: number | null = null;
-  /** When the last completed version check began. */
-  private checkedAt = -Infinity;
-  private checking: Promise<void> | null = null;
-  /** Moves each time the entries are dropped; a lookup begun under an older one is not kept. */
-  private generation = 0;
+  private readonly cache: VersionedCache<ApiKeyRecord>;
 
   constructor(accounts: AccountStore, now: () => number = Date.now) {
     this.accounts = accounts;
-    this.now = now;
+    this.cache = new VersionedCache({ readVersion: () => accounts.keysVersion(), seenWithinMs: KEY_CHANGES_SEEN_WITHIN_MS, size: SIZE, now });
   }
 
   /** The cached key when the cache is known current, without waiting; otherwise undefined (then call get). */
   peek(keyId: string): ApiKeyRecord | undefined {
-    return this.now() - this.checkedAt < KEY_CHANGES_SEEN_WITHIN_MS ? this.entries.get(keyId) : undefined;
+    return this.cache.peek(keyId);
   }
 
-  async get(keyId: string): Promise<ApiKeyRecord | undefined> {
-    if (this.now() - this.checkedAt >= KEY_CHANGES_SEEN_WITHIN_MS) await this.check();
-    const cached = this.entries.get(keyId);
-    if (cached) return cached;
-    const generation = this.generation;
-    const key = await this.accounts.getKey(keyId);
-    if (key && generation === this.generation) {
-      if (this.entries.size >= SIZE) this.entries.delete(this.entries.keys().next().value!);
-      this.entries.set(keyId, key);
-    }
-    return key;
-  }
-
-  /** One version read at a time; every request that needs it waits for the same one. */
-  private check(): Promise<void> {
-    this.checking ??= (async () => {
-      const began = this.now();
-      try {
-        const version = await this.accounts.keysVersion();
-        if (version !== this.version) {
-          this.entries.clear();
-          this.generation++;
-          this.version = version;
-        }
-        this.checkedAt = began;
-      } finally {
-        this.checking = null;
-      }
-    })();
-    return this.checking;
+  get(keyId: string): Promise<ApiKeyRecord | undefined> {
+    return this.cache.get(keyId, () => this.accounts.getKey(keyId));
   }
 }

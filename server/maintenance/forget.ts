@@ -7,7 +7,8 @@ import type { BackupJob, Store } from '../store/index.ts';
  * Deletes final backups: each snapshot is forgotten in its repository first, then the backup is
  * deleted in the Store (with its listing). A failure between the two leaves a backup whose
  * snapshot is gone, and deleting it again finishes the work; the reverse order could leave a
- * snapshot no backup records, whose data no prune would ever reclaim. Answers the backups deleted.
+ * snapshot no backup records, whose data no prune would ever reclaim. Answers the backups deleted,
+ * once no server answers them any more.
  */
 export async function forgetBackups(services: { store: Store; repositories: RepositoryOpener }, accountId: string, jobs: BackupJob[]): Promise<BackupJob[]> {
   const byDestination = new Map<string, BackupJob[]>();
@@ -34,5 +35,7 @@ export async function forgetBackups(services: { store: Store; repositories: Repo
       if (outcome && typeof outcome === 'object') deleted.push(outcome);
     }
   }
+  // Answered only once no server still answers them.
+  if (deleted.length > 0) await services.store.jobs.deletionsSeen();
   return deleted;
 }

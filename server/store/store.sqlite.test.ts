@@ -29,7 +29,7 @@ describe('SQLite store on disk', () => {
     for (const name of files) expect({ name, mode: statSync(join(data, name)).mode & 0o777 }).toEqual({ name, mode: 0o600 });
     const raw = new DatabaseSync(join(data, 'service.db'));
     expect(raw.prepare('PRAGMA journal_mode').get()).toEqual({ journal_mode: 'wal' });
-    expect((raw.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get() as { n: number }).n).toBe(4);
+    expect((raw.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get() as { n: number }).n).toBe(5);
     raw.close();
     await store.close();
   });

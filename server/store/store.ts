@@ -138,6 +138,12 @@ export interface JobStore {
    * undefined when there is no such backup.
    */
   deleteBackup(id: string, accountId: string): Promise<BackupJob | JobStatus | undefined>;
+  /**
+   * Resolves once every server sharing the store has stopped answering backups deleted before the
+   * call (finished jobs are cached): at once when this is the only one, after
+   * JOB_CHANGES_SEEN_WITHIN_MS when other instances share it.
+   */
+  deletionsSeen(): Promise<void>;
   /** Newest first; `before` is the last id of the previous page (ids sort by creation time). */
   listBackups(accountId: string, opts: { limit: number; before?: string; status?: JobStatus }): Promise<BackupJob[]>;
   newestCompletedBackup(accountId: string): Promise<BackupJob | undefined>;

@@ -14,10 +14,15 @@ export async function openPostgresStore(url: string): Promise<SqlStore> {
     const sql = new PostgresSql(pool, pool);
     const events = new PostgresJobEvents(url, sql);
     await events.start();
-    return new SqlStore(sql, events, async () => {
-      await events.close();
-      await pool.end();
-    });
+    return new SqlStore(
+      sql,
+      events,
+      async () => {
+        await events.close();
+        await pool.end();
+      },
+      { sharedByInstances: true },
+    );
   } catch (err) {
     await pool.end().catch(() => {});
     throw err;

@@ -157,6 +157,27 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TRIGGER api_keys_changed AFTER UPDATE OR DELETE ON api_keys FOR EACH STATEMENT EXECUTE FUNCTION bump_key_epoch();
   CREATE TRIGGER accounts_changed AFTER UPDATE OR DELETE ON accounts FOR EACH STATEMENT EXECUTE FUNCTION bump_key_epoch();
   `,
+  // 1.3: a counter every change to a finished job moves (by trigger, whoever writes), so that a
+  // server caching finished jobs learns of a deletion by reading one row. Jobs still queued or
+  // running change without moving it (they are never cached).
+  `
+  CREATE TABLE job_epoch (
+    id       integer PRIMARY KEY CHECK (id = 1),
+    version  bigint NOT NULL
+  );
+  INSERT INTO job_epoch (id, version) VALUES (1, 0);
+  CREATE FUNCTION bump_job_epoch() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    UPDATE job_epoch SET version = version + 1 WHERE id = 1;
+    RETURN NULL;
+  END
+  $$;
+  CREATE TRIGGER jobs_final_updated AFTER UPDATE ON jobs FOR EACH ROW WHEN (OLD.status IN ('completed', 'failed', 'cancelled')) EXECUTE FUNCTION bump_job_epoch();
+  CREATE TRIGGER jobs_deleted AFTER DELETE ON jobs FOR EACH STATEMENT EXECUTE FUNCTION bump_job_epoch();
+  CREATE TRIGGER backups_changed AFTER UPDATE OR DELETE ON backups FOR EACH STATEMENT EXECUTE FUNCTION bump_job_epoch();
+  CREATE TRIGGER restores_changed AFTER UPDATE OR DELETE ON restores FOR EACH STATEMENT EXECUTE FUNCTION bump_job_epoch();
+  CREATE TRIGGER maintenance_changed AFTER UPDATE OR DELETE ON maintenance FOR EACH STATEMENT EXECUTE FUNCTION bump_job_epoch();
+  `,
 ];
 
 /**

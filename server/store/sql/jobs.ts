@@ -3,6 +3,7 @@ import type { JobStore, JobSummary, QueueCandidate, StatusChange } from '../stor
 import type { Row, Sql } from './executor.ts';
 import { SELECT, toBackup, toMaintenance, toRestore } from './job-rows.ts';
 import { listingDrop, resultUpdate, statusUpdate } from './status-change.ts';
+import { VersionedCache } from '../versioned-cache.ts';
 
 /** Transactions that change which jobs run take this lock, so claims on every instance see each other. */
 const CLAIM_LOCK = 'jobs:claim';
@@ -12,11 +13,43 @@ const BY_ID = { backup: `${SELECT.backup} WHERE j.id = ?`, restore: `${SELECT.re
 
 const placeholders = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
 
+/**
+ * How long after a change to a finished job is committed by another writer (another instance, an
+ * operator's SQL) this store has stopped answering what it cached before it.
+ */
+export const JOB_CHANGES_SEEN_WITHIN_MS = 1000;
+
 export class SqlJobStore implements JobStore {
   private readonly sql: Sql;
+  private readonly sharedByInstances: boolean;
+  /**
+   * Finished jobs by id. A finished job changes only when a backup is deleted: by this store (which
+   * drops the cache at once) or by another writer (seen through job_epoch, see VersionedCache).
+   */
+  private readonly finished: VersionedCache<Job>;
 
-  constructor(sql: Sql) {
+  constructor(sql: Sql, options: { sharedByInstances?: boolean } = {}) {
     this.sql = sql;
+    this.sharedByInstances = options.sharedByInstances ?? false;
+    this.finished = new VersionedCache<Job>({
+      readVersion: async () => Number((await this.sql.get<{ version: number | string }>('SELECT version FROM job_epoch WHERE id = 1'))!.version),
+      seenWithinMs: JOB_CHANGES_SEEN_WITHIN_MS,
+      size: 10_000,
+      keep: (job) => FINAL_STATUSES.includes(job.status),
+    });
+  }
+
+  /** A job by id through the cache of finished jobs; in a transaction, from the database. */
+  private async byId<J extends Job>(kind: J['kind'], id: string, accountId: string | undefined, sql: Sql, read: (row: Row) => J): Promise<J | undefined> {
+    const cached = sql === this.sql ? this.finished.peek(id) : undefined;
+    let job: Job | undefined = cached;
+    if (!cached) {
+      const ticket = sql === this.sql ? this.finished.ticket() : null;
+      const row = await sql.get(BY_ID[kind], [id]);
+      job = row && read(row);
+      if (sql === this.sql) this.finished.keep(id, job, ticket);
+    }
+    return !job || job.kind !== kind || (accountId !== undefined && job.accountId !== accountId) ? undefined : (job as J);
   }
 
   insertBackup(job: NewBackup, queueLimit: number): Promise<BackupJob | null> {
@@ -101,10 +134,8 @@ export class SqlJobStore implements JobStore {
     return row.kind === 'backup' ? this.getBackup(id, accountId) : this.getRestore(id, accountId);
   }
 
-  async getMaintenance(id: string, accountId?: string, sql = this.sql): Promise<MaintenanceJob | undefined> {
-    const row = await sql.get(BY_ID.maintenance, [id]);
-    if (!row || (accountId !== undefined && row.account_id !== accountId)) return undefined;
-    return toMaintenance(row);
+  getMaintenance(id: string, accountId?: string, sql = this.sql): Promise<MaintenanceJob | undefined> {
+    return this.byId('maintenance', id, accountId, sql, toMaintenance);
   }
 
   async lastPruneDryRun(accountId: string, destination: string): Promise<MaintenanceJob | undefined> {
@@ -145,8 +176,8 @@ export class SqlJobStore implements JobStore {
     return (await this.sql.all(`${SELECT.backup} WHERE ${where.join(' AND ')} ORDER BY j.id DESC`, params)).map(toBackup);
   }
 
-  deleteBackup(id: string, accountId: string): Promise<BackupJob | JobStatus | undefined> {
-    return this.sql.transaction(async (tx) => {
+  async deleteBackup(id: string, accountId: string): Promise<BackupJob | JobStatus | undefined> {
+    const outcome = await this.sql.transaction(async (tx) => {
       const job = await this.getBackup(id, accountId, tx);
       if (!job) return undefined;
       if (!FINAL_STATUSES.includes(job.status)) return job.status;
@@ -154,18 +185,20 @@ export class SqlJobStore implements JobStore {
       await tx.run('DELETE FROM backup_entries WHERE backup_id = ?', [id]);
       return job;
     });
+    if (outcome && typeof outcome === 'object') this.finished.drop();
+    return outcome;
   }
 
-  async getBackup(id: string, accountId?: string, sql = this.sql): Promise<BackupJob | undefined> {
-    const row = await sql.get(BY_ID.backup, [id]);
-    if (!row || (accountId !== undefined && row.account_id !== accountId)) return undefined;
-    return toBackup(row);
+  async deletionsSeen(): Promise<void> {
+    if (this.sharedByInstances) await new Promise((resolve) => setTimeout(resolve, JOB_CHANGES_SEEN_WITHIN_MS + 100));
   }
 
-  async getRestore(id: string, accountId?: string, sql = this.sql): Promise<RestoreJob | undefined> {
-    const row = await sql.get(BY_ID.restore, [id]);
-    if (!row || (accountId !== undefined && row.account_id !== accountId)) return undefined;
-    return toRestore(row);
+  getBackup(id: string, accountId?: string, sql = this.sql): Promise<BackupJob | undefined> {
+    return this.byId('backup', id, accountId, sql, toBackup);
+  }
+
+  getRestore(id: string, accountId?: string, sql = this.sql): Promise<RestoreJob | undefined> {
+    return this.byId('restore', id, accountId, sql, toRestore);
   }
 
   async listBackups(accountId: string, opts: { limit: number; before?: string; status?: JobStatus }): Promise<BackupJob[]> {

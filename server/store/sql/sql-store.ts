@@ -20,12 +20,13 @@ export class SqlStore implements Store {
   private readonly onClose: () => Promise<void>;
   private closing: Promise<void> | null = null;
 
-  constructor(sql: Sql, events: JobEvents, onClose: () => Promise<void>) {
+  /** `sharedByInstances`: other servers may use the same database (PostgreSQL). */
+  constructor(sql: Sql, events: JobEvents, onClose: () => Promise<void>, options: { sharedByInstances?: boolean } = {}) {
     this.sql = sql;
     this.events = events;
     this.onClose = onClose;
     this.accounts = new SqlAccountStore(sql);
-    this.jobs = new SqlJobStore(sql);
+    this.jobs = new SqlJobStore(sql, options);
     this.files = new SqlFileStore(sql);
     this.newsletter = new SqlNewsletterStore(sql);
     this.contacts = new SqlContactStore(sql);

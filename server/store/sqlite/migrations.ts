@@ -235,4 +235,22 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TRIGGER accounts_updated AFTER UPDATE ON accounts BEGIN UPDATE key_epoch SET version = version + 1; END;
   CREATE TRIGGER accounts_deleted AFTER DELETE ON accounts BEGIN UPDATE key_epoch SET version = version + 1; END;
   `,
+  // 1.3: a counter every change to a finished job moves (by trigger, whoever writes), so that a
+  // server caching finished jobs learns of a deletion by reading one row. Jobs still queued or
+  // running change without moving it (they are never cached).
+  `
+  CREATE TABLE job_epoch (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    version  INTEGER NOT NULL
+  );
+  INSERT INTO job_epoch (id, version) VALUES (1, 0);
+  CREATE TRIGGER jobs_final_updated AFTER UPDATE ON jobs WHEN OLD.status IN ('completed', 'failed', 'cancelled') BEGIN UPDATE job_epoch SET version = version + 1; END;
+  CREATE TRIGGER jobs_deleted AFTER DELETE ON jobs BEGIN UPDATE job_epoch SET version = version + 1; END;
+  CREATE TRIGGER backups_updated AFTER UPDATE ON backups BEGIN UPDATE job_epoch SET version = version + 1; END;
+  CREATE TRIGGER backups_deleted AFTER DELETE ON backups BEGIN UPDATE job_epoch SET version = version + 1; END;
+  CREATE TRIGGER restores_updated AFTER UPDATE ON restores BEGIN UPDATE job_epoch SET version = version + 1; END;
+  CREATE TRIGGER restores_deleted AFTER DELETE ON restores BEGIN UPDATE job_epoch SET version = version + 1; END;
+  CREATE TRIGGER maintenance_updated AFTER UPDATE ON maintenance BEGIN UPDATE job_epoch SET version = version + 1; END;
+  CREATE TRIGGER maintenance_deleted AFTER DELETE ON maintenance BEGIN UPDATE job_epoch SET version = version + 1; END;
+  `,
 ];
