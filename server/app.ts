@@ -178,7 +178,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   // The probes answer until the process exits: /livez 200, /readyz 503 from the start of shutdown.
   const probePaths = new Set(PROBE_OPERATIONS.map((id) => toolsBasePath + toolsOperations[id].path));
 
-  app.use(cors(config.corsOrigins));
+  const crossOrigin = cors(config.corsOrigins);
+  if (crossOrigin) app.use(crossOrigin);
   app.use(requestId());
   app.use(requestLogger(logger, probePaths, metrics?.http(operations)));
   app.use(httpsPolicy(probePaths));

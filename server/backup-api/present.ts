@@ -2,6 +2,7 @@ import type { components } from '../../generated/backup-types.ts';
 import { pathToText } from '../escaped-path.ts';
 import type { Destinations } from '../destinations/registry.ts';
 import type { BackupJob, FileRecord, MaintenanceJob, RestoreJob } from '../store/index.ts';
+import { FINAL_STATUSES } from '../store/records.ts';
 
 type Schemas = components['schemas'];
 
@@ -21,6 +22,18 @@ function progress(p: BackupJob['progress']): Schemas['JobProgress'] {
  * is where the destination is kept under the current configuration.
  */
 export function presentBackup(job: BackupJob, destinations: Pick<Destinations, 'kindOf'>): Schemas['BackupJob'] {
+  if (!FINAL_STATUSES.includes(job.status)) return presentBackupNow(job, destinations);
+  // A finished job's record never changes (the store answers it from its cache): presented once.
+  const made = presentedBackups.get(job);
+  if (made?.destinations === destinations) return made.body;
+  const body = presentBackupNow(job, destinations);
+  presentedBackups.set(job, { destinations, body });
+  return body;
+}
+
+const presentedBackups = new WeakMap<BackupJob, { destinations: object; body: Schemas['BackupJob'] }>();
+
+function presentBackupNow(job: BackupJob, destinations: Pick<Destinations, 'kindOf'>): Schemas['BackupJob'] {
   const running = job.status === 'running';
   return {
     id: job.id,

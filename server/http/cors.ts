@@ -9,8 +9,9 @@ import { originAllowed, type CorsOrigins } from '../cors-origins.ts';
 
 const PREFLIGHT_MAX_AGE_SECONDS = 600;
 
-export function cors(origins: CorsOrigins): RequestHandler {
-  if (origins !== '*' && origins.length === 0) return (_req, _res, next) => next();
+/** Null when no origin is allowed: then there is nothing to mount. */
+export function cors(origins: CorsOrigins): RequestHandler | null {
+  if (origins !== '*' && origins.length === 0) return null;
   return (req, res, next) => {
     res.vary('Origin');
     const origin = req.get('origin');

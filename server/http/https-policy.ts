@@ -17,15 +17,27 @@ export const HSTS = 'max-age=63072000';
 
 type Transport = 'https' | 'http-forwarded' | 'http-loopback' | 'http';
 
+/** What a connection's peer and socket say, the same for each of its requests. */
+interface Connection {
+  trusted: boolean;
+  direct: Transport;
+}
+const connections = new WeakMap<object, Connection>();
+
 /** How the client reached the server, judged only from what can be trusted. */
 export function transportOf(req: Request): Transport {
-  const peer = req.socket.remoteAddress ?? '';
-  const trusted = (req.app.get('trust proxy fn') as (address: string, hop: number) => boolean)(peer, 0);
-  const forwarded = trusted ? req.get('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase() : undefined;
+  let connection = connections.get(req.socket);
+  if (!connection) {
+    const peer = req.socket.remoteAddress ?? '';
+    const trusted = (req.app.get('trust proxy fn') as (address: string, hop: number) => boolean)(peer, 0);
+    const direct = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : isLoopback(peer) ? 'http-loopback' : 'http';
+    connection = { trusted, direct };
+    connections.set(req.socket, connection);
+  }
+  const forwarded = connection.trusted ? req.get('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase() : undefined;
   if (forwarded === 'https') return 'https';
   if (forwarded === 'http') return 'http-forwarded';
-  if ((req.socket as { encrypted?: boolean }).encrypted) return 'https';
-  return isLoopback(peer) ? 'http-loopback' : 'http';
+  return connection.direct;
 }
 
 export function httpsPolicy(exemptPaths: ReadonlySet<string> = new Set()): RequestHandler {
