@@ -53,11 +53,18 @@ function stripPort(text: string): string {
  * trusted proxy sent something that is not an address, the socket's peer is used instead.
  */
 export function clientAddress(req: Request): string {
+  const known = untrustedPeers.get(req.socket);
+  if (known !== undefined) return known;
   const fromExpress = req.ip === undefined ? null : normalizeAddress(stripPort(req.ip.trim()));
-  if (fromExpress) return fromExpress;
   const peer = req.socket.remoteAddress;
-  return (peer && normalizeAddress(peer)) ?? 'unknown';
+  const address = fromExpress ?? (peer && normalizeAddress(peer)) ?? 'unknown';
+  // A peer that is not a trusted proxy is the client of every request of its connection.
+  if (peer !== undefined && !(req.app.get('trust proxy fn') as (address: string, hop: number) => boolean)(peer, 0)) untrustedPeers.set(req.socket, address);
+  return address;
 }
+
+/** The client address of connections whose peer is no trusted proxy. */
+const untrustedPeers = new WeakMap<object, string>();
 
 /**
  * The rate-limit key of an address: the address itself for IPv4, its /56 prefix for IPv6
