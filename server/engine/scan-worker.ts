@@ -12,7 +12,8 @@ import { DIR_FLAGS, atPath } from './source.ts';
  */
 export type ScanRequest = { dirs: { id: number; key: string }[] };
 export type ScanAnswer = { id: number; data: Uint8Array | null };
-export type ScanReply = { totals: { files: number; bytes: number } } | { answers: ScanAnswer[] };
+/** `rest`: once the walk is done, the listings still kept (with when each was listed), and the thread ends. */
+export type ScanReply = { totals: { files: number; bytes: number } } | { answers: ScanAnswer[] } | { rest: { key: string; data: Uint8Array; at: number }[] };
 
 const { root, keepBytes, keepMs } = workerData as { root: string; keepBytes: number; keepMs: number };
 let files = 0;
@@ -146,5 +147,14 @@ try {
   // the backup reports an unreadable source itself
 } finally {
   for (const key of [...ahead.keys()]) listed(key, null); // nobody waits for a directory the scan will not reach
-  setInterval(expire, keepMs).unref();
+  // What is left to give goes to the backup's thread, and this one ends (its isolate costs the
+  // backup 20–25 MB, the listings at most keepBytes): a request already on its way is answered
+  // null, and scan.ts then looks for the listing among these.
+  expire();
+  const rest = [...kept].map(([key, k]) => ({ key, data: k.data, at: k.at }));
+  kept.clear();
+  keptBytes = 0;
+  const reply: ScanReply = { rest };
+  parentPort!.postMessage(reply, rest.map((r) => r.data.buffer as ArrayBuffer));
+  parentPort!.unref();
 }

@@ -1,5 +1,5 @@
 import { lstat, mkdir, symlink, writeFile } from 'node:fs/promises';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { decodeListing, listDirectory } from './listing.ts';
@@ -47,4 +47,20 @@ it('counts the files and hands over each directory listed as a worker lists it, 
   expect(await scan!.listing(await key(dir))).toBeNull(); // not under the source
   scan!.stop();
   expect(await scan!.listing(await key(join(src, 'c')))).toBeNull(); // stopped: the backup lists itself
+});
+
+it('ends its thread once the walk is done, and the listings it kept are still handed over', async () => {
+  const src = join(dir, 'src');
+  for (const d of ['a', 'b']) await mkdir(join(src, d), { recursive: true });
+  for (const d of ['a', 'b']) await writeFile(join(src, d, 'f'), d);
+  const threads = (): number => readdirSync('/proc/self/task').length;
+  const before = threads();
+  const totals = new Promise<[number, number]>((resolve) => {
+    scan = startScan(src, (files, bytes) => resolve([files, bytes]));
+  });
+  expect(await totals).toEqual([2, 2]);
+  for (let waited = 0; threads() > before && waited < 10_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+  expect(threads()).toBe(before); // the scan's thread is gone: what follows comes from the listings it handed over
+  for (const d of ['b', '', 'a']) expect(decodeListing((await scan!.listing(await key(join(src, d))))!).map((e) => Buffer.from(e.name).toString())).toEqual(d === '' ? ['a', 'b'] : ['f']);
+  expect(await scan!.listing(await key(join(src, 'a')))).toBeNull(); // handed over already
 });

@@ -14,6 +14,8 @@ import type { ScanReply, ScanRequest } from './scan-worker.ts';
  * directory as it was that long before, as it would with its own listing a little earlier) and
  * within a memory bound; past either, the backup lists the directory itself. A directory asked
  * for before the scan reaches it is answered when it does (the backup's walk goes the same way).
+ * Once its walk is done, the scan hands the listings it still keeps to the backup's thread and
+ * its own thread ends, instead of holding an isolate for the rest of the backup.
  */
 export interface Scan {
   /** The scan's listing of the directory with this device and inode, or null if it holds none. */
@@ -35,18 +37,35 @@ export function startScan(root: string, onTotals: (files: number, bytes: number)
   let alive = true;
   let nextId = 0;
   let queued: ScanRequest['dirs'] = [];
-  const waiting = new Map<number, (d: Uint8Array | null) => void>();
+  const waiting = new Map<number, { key: string; resolve: (d: Uint8Array | null) => void }>();
+  /** The listings the scan left when its walk ended, by key, oldest first. */
+  const rest = new Map<string, { data: Uint8Array; at: number }>();
+  const fromRest = (key: string): Uint8Array | null => {
+    const now = Date.now();
+    for (const [k, r] of rest) {
+      if (now - r.at <= KEEP_MS) break;
+      rest.delete(k);
+    }
+    const r = rest.get(key);
+    rest.delete(key);
+    return r?.data ?? null;
+  };
   const end = (): void => {
     alive = false;
-    for (const r of waiting.values()) r(null);
+    for (const w of waiting.values()) w.resolve(fromRest(w.key));
     waiting.clear();
     queued = [];
   };
   worker.on('message', (m: ScanReply) => {
     if ('totals' in m) return onTotals(m.totals.files, m.totals.bytes);
+    if ('rest' in m) {
+      for (const r of m.rest) rest.set(r.key, r);
+      return;
+    }
     for (const a of m.answers) {
-      waiting.get(a.id)?.(a.data);
+      const w = waiting.get(a.id);
       waiting.delete(a.id);
+      w?.resolve(a.data ?? fromRest(w.key));
     }
     if (waiting.size === 0) worker.unref();
   });
@@ -61,16 +80,19 @@ export function startScan(root: string, onTotals: (files: number, bytes: number)
   };
   return {
     listing: (dir) => {
-      if (!alive) return Promise.resolve(null);
+      const key = `${dir.dev}:${dir.ino}`;
+      const handed = fromRest(key);
+      if (handed || !alive) return Promise.resolve(handed);
       return new Promise((resolve) => {
         if (queued.length === 0) setImmediate(flush);
         const id = nextId++;
-        queued.push({ id, key: `${dir.dev}:${dir.ino}` });
-        waiting.set(id, resolve);
+        queued.push({ id, key });
+        waiting.set(id, { key, resolve });
       });
     },
     stop: () => {
       end();
+      rest.clear();
       void worker.terminate();
     },
   };
