@@ -6,6 +6,9 @@ import { EngineError, backup, listEntries, restore, verify } from './index.ts';
 import type { EntryRecord, Progress, Repository } from './index.ts';
 import { allFiles, describeTree, sha256Of, tempDir, writeRandomFile } from './testing/fixtures.ts';
 import { b, openTestRepo, t } from './testing/repo.ts';
+import { newMasterKey } from './crypto.ts';
+import { Repository as RepositoryClass } from './repository.ts';
+import { LocalBackend } from './storage/local.ts';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -101,6 +104,41 @@ describe('backup and restore round trip', () => {
     expect(entries[0]!.sha256).toBe(sum);
     await restore(repo, result.snapshotId, { target: join(dir, 'out'), overwrite: 'never' });
     expect(await sha256Of(join(dir, 'out/big.bin'))).toBe(sum);
+  });
+
+  it("holds no more packs being saved than the backend's packing budget allows", async () => {
+    const MiB = 1024 * 1024;
+    /** Data packs take a second each to save; counts the bytes being saved at once. */
+    class SlowSaves extends LocalBackend {
+      saving = 0;
+      mostSaving = 0;
+      override async save(name: string, parts: readonly Uint8Array[], options?: { ifAbsent?: boolean }): Promise<boolean> {
+        const bytes = name.startsWith('data/') ? parts.reduce((n, p) => n + p.length, 0) : 0;
+        this.saving += bytes;
+        this.mostSaving = Math.max(this.mostSaving, this.saving);
+        try {
+          if (bytes > 0) await new Promise((resolve) => setTimeout(resolve, 1000));
+          return await super.save(name, parts, options);
+        } finally {
+          this.saving -= bytes;
+        }
+      }
+    }
+    const src = join(dir, 'src');
+    await mkdir(src);
+    await writeRandomFile(join(src, 'big.bin'), 100 * MiB);
+    const backend = new SlowSaves(join(dir, 'slow-repo'), { packing: { dataPackBytes: 16 * MiB, unwrittenBytes: 24 * MiB } });
+    const slow = await RepositoryClass.open(backend, newMasterKey());
+    try {
+      const result = await backup(slow, { source: src, ...opts });
+      expect(result.sizeBytes).toBe(100 * MiB);
+    } finally {
+      await slow.close();
+    }
+    // 16 MiB data packs: the budget (raised to a pack, a tree pack and two blobs: 30 MiB; plus blobs
+    // already sent to the workers) leaves room for two being saved at once, never three (64 MiB lets four).
+    expect(backend.mostSaving).toBeGreaterThan(16 * MiB);
+    expect(backend.mostSaving).toBeLessThan(3 * 16 * MiB);
   });
 
   it('round-trips with gzip, none, and no encryption', async () => {

@@ -6,6 +6,9 @@ import { dirname, join } from 'node:path';
 import { DEFAULT_PACKING, checkName, type Backend, type ObjectInfo, type Packing } from './backend.ts';
 import { ObjectNotFoundError, StorageFullError, StorageUnavailableError } from './errors.ts';
 
+/** A local save (write, fsync, rename) keeps up with one pack filling: a pack filling and one saving, not the 64 MiB an object store needs. */
+export const LOCAL_PACKING: Packing = { dataPackBytes: DEFAULT_PACKING.dataPackBytes, unwrittenBytes: 32 * 2 ** 20 };
+
 /**
  * A repository in a local directory. A save goes to a temp name beside its target
  * (".<name>.tmp-<random>", never listed), is fsynced, then renamed (or, with ifAbsent, hard-linked,
@@ -21,7 +24,7 @@ export class LocalBackend implements Backend {
   constructor(root: string, options: { packing?: Packing } = {}) {
     this.root = root;
     this.location = root;
-    this.packing = options.packing ?? DEFAULT_PACKING;
+    this.packing = options.packing ?? LOCAL_PACKING;
   }
 
   private path(name: string): string {
