@@ -10,7 +10,8 @@ import type { DirListing, DirRequest, SourceFile, SourceFileResult, WorkerReques
 
 /**
  * The worker threads of one operation (a backup, a restore, a verify) for the CPU-heavy work and
- * the source's file system calls, one per core (at most 8): the first started with the first
+ * the source's file system calls, one per core by default (at most 8; a backup or a restore one
+ * fewer, see WORKERS_BESIDE_MAIN): the first started with the first
  * work, each further one when the others all have work. Items are gathered into batches (one message per ~1 MiB or 256 items) so small files do
  * not pay a round trip each; buffers are transferred, not copied.
  * Because the pool belongs to one operation, `close()` can terminate its workers at once, even
@@ -37,6 +38,12 @@ interface Batch {
   settles: Settle[];
   bytes: number;
 }
+
+/**
+ * One worker fewer than the cores (at least one, at most 8), for an operation whose main thread
+ * has work of its own besides feeding the workers (a backup's walk, large-file chunking and packs).
+ */
+export const WORKERS_BESIDE_MAIN = Math.min(Math.max(availableParallelism() - 1, 1), 8);
 
 const BATCH_BYTES = 1 << 20;
 const BATCH_ITEMS = 256;
