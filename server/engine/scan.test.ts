@@ -1,9 +1,9 @@
 import { lstat, mkdir, symlink, writeFile } from 'node:fs/promises';
-import { closeSync, openSync, readdirSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { decodeListing, listDirectory } from './listing.ts';
-import { startScan } from './scan.ts';
+import { SCAN_THREAD, startScan } from './scan.ts';
 import type { Scan } from './scan.ts';
 import { DIR_FLAGS } from './source.ts';
 import { tempDir } from './testing/fixtures.ts';
@@ -53,14 +53,13 @@ it('ends its thread once the walk is done, and the listings it kept are still ha
   const src = join(dir, 'src');
   for (const d of ['a', 'b']) await mkdir(join(src, d), { recursive: true });
   for (const d of ['a', 'b']) await writeFile(join(src, d, 'f'), d);
-  const threads = (): number => readdirSync('/proc/self/task').length;
-  const before = threads();
+  const scanThreads = (): number => readdirSync('/proc/self/task').filter((t) => readFileSync(`/proc/self/task/${t}/comm`, 'utf8').trim() === SCAN_THREAD).length;
   const totals = new Promise<[number, number]>((resolve) => {
     scan = startScan(src, (files, bytes) => resolve([files, bytes]));
   });
   expect(await totals).toEqual([2, 2]);
-  for (let waited = 0; threads() > before && waited < 10_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
-  expect(threads()).toBe(before); // the scan's thread is gone: what follows comes from the listings it handed over
+  for (let waited = 0; scanThreads() > 0 && waited < 10_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+  expect(scanThreads()).toBe(0); // the scan's thread is gone: what follows comes from the listings it handed over
   for (const d of ['b', '', 'a']) expect(decodeListing((await scan!.listing(await key(join(src, d))))!).map((e) => Buffer.from(e.name).toString())).toEqual(d === '' ? ['a', 'b'] : ['f']);
   expect(await scan!.listing(await key(join(src, 'a')))).toBeNull(); // handed over already
 });

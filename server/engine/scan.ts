@@ -23,6 +23,8 @@ export interface Scan {
   stop(): void;
 }
 
+/** The thread's name (as the system shows it: /proc/<pid>/task/<tid>/comm). */
+export const SCAN_THREAD = 'backup-scan';
 const KEEP_BYTES = 4 * 1024 * 1024;
 const KEEP_MS = 10_000;
 
@@ -32,6 +34,7 @@ export function startScan(root: string, onTotals: (files: number, bytes: number)
     workerData: { root, keepBytes: KEEP_BYTES, keepMs: KEEP_MS },
     resourceLimits: { maxYoungGenerationSizeMb: 4 },
     env: workerEnv(),
+    name: SCAN_THREAD,
   });
   worker.unref();
   let alive = true;
