@@ -26,7 +26,7 @@ export interface Packing {
 }
 
 /**
- * Packing for a storage that names none (a local directory): 16 MiB data packs; the packs being
+ * Packing for a storage that names none (a local directory names LOCAL_PACKING): 16 MiB data packs; the packs being
  * filled plus about three being saved (an object store takes up to a second or more per pack
  * under load, while large files fill one in a fraction of that: with two, a backup to S3 waited
  * about 2 s of 28 for uploads).
