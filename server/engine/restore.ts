@@ -1,11 +1,10 @@
 import { closeSync, fstatSync, mkdirSync, openSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { pathToText } from '../escaped-path.ts';
 import { ChunkReader } from './chunk-reader.ts';
 import { EngineError, cancellable, errnoCode, fromStorage, fromTargetFs, observed, throwIfAborted, whenAborted } from './errors.ts';
-import { WorkerPool } from './pool.ts';
+import { WORKERS_BESIDE_MAIN, WorkerPool } from './pool.ts';
 import { ProgressReporter } from './progress.ts';
 import type { Repository } from './repository.ts';
 import { Commits } from './restore-commit.ts';
@@ -50,12 +49,6 @@ export interface RestoreResult {
 const SMALL_IN_FLIGHT = 64;
 const LARGE_IN_FLIGHT = 16;
 const TYPE_NAMES = { f: 'file', d: 'directory', l: 'symlink' } as const;
-/**
- * Workers of a restore: one fewer than the cores (at least one, at most 8). The main thread walks
- * the trees, reads the packs and makes the directories, and the kernel's writeback needs CPU too;
- * on 2 cores a second worker sat idle two thirds of the time and cost 15–20 MB.
- */
-const WORKERS = Math.min(Math.max(availableParallelism() - 1, 1), 8);
 
 /** A counting semaphore whose waits end when the signal aborts. */
 class Slots {
@@ -93,7 +86,9 @@ class Slots {
  */
 export async function restore(repo: Repository, snapshotId: string, opts: RestoreOptions): Promise<RestoreResult> {
   repo.assertOpen();
-  const pool = new WorkerPool(repo.key, WORKERS);
+  // The main thread walks the trees, reads the packs and makes the directories, and the kernel's
+  // writeback needs CPU too: on 2 cores a second worker sat idle two thirds of the time (15–20 MB).
+  const pool = new WorkerPool(repo.key, WORKERS_BESIDE_MAIN);
   const halt = new AbortController();
   const signal = opts.signal ? AbortSignal.any([opts.signal, halt.signal]) : halt.signal;
   const job = new RestoreJob(repo, opts, pool, signal, halt);
