@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backupBasePath } from '../generated/backup-handlers.ts';
 import { toolsBasePath } from '../generated/tools-handlers.ts';
-import { successBody } from './http/envelope.ts';
+import { settledData, successBody } from './http/envelope.ts';
 import { errorHandler } from './http/error-handler.ts';
 import { jsonBody } from './http/json-body.ts';
 import { GENERATED_DIR, loadDocument, mergeDocuments, openApiValidator } from './http/openapi.ts';
@@ -139,6 +139,77 @@ describe('response validation', () => {
       body = { status: 'ok', version: '1', uptime_seconds: 1, time: new Date().toISOString(), checks: { database: { status: 'ok', latency_ms: 0 }, storage: { status: 'ok', latency_ms: 0 } }, jobs: { queued: 0, running: 0 }, destinations: [] };
       const good = await fetch(url);
       expect(good.status).toBe(200);
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('response validation of settled data', () => {
+  it('checks settled data once per object, the envelope on every answer, and anything else in full', async () => {
+    const doc = mergeDocuments([
+      { doc: loadDocument(GENERATED_DIR, 'backup'), basePath: backupBasePath },
+      { doc: loadDocument(GENERATED_DIR, 'tools'), basePath: toolsBasePath },
+    ]);
+    const validator = await openApiValidator(doc, true);
+    /** A valid status whose `status` property counts its reads: the check reads it, and so does JSON.stringify. */
+    const counted = (status = 'ok') => {
+      const data = { version: '1', uptime_seconds: 1, time: new Date().toISOString(), checks: { database: { status: 'ok', latency_ms: 0 }, storage: { status: 'ok', latency_ms: 0 } }, jobs: { queued: 0, running: 0 }, destinations: [] };
+      const reads = { n: 0 };
+      Object.defineProperty(data, 'status', { enumerable: true, get: () => (reads.n++, status) });
+      return { data, reads };
+    };
+    let body: unknown;
+    const app = express();
+    app.use(requestId());
+    app.get('/api/v1/status', ...validator('get', '/api/v1/status'), (_req, res) => {
+      res.json(body);
+    });
+    app.use(errorHandler(pino({ level: 'silent' })));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1/status`;
+    const answer = async () => {
+      const res = await fetch(url);
+      await res.arrayBuffer();
+      return res.status;
+    };
+    /** Reads of `status` by one answer with `data` in a fresh envelope. */
+    const readsOf = async (made: ReturnType<typeof counted>, envelope = (data: object) => successBody(data, 'req_test')) => {
+      const before = made.reads.n;
+      body = envelope(made.data);
+      expect(await answer()).toBe(200);
+      return made.reads.n - before;
+    };
+    try {
+      const plain = counted();
+      const full = await readsOf(plain);
+      expect(full).toBeGreaterThan(1);
+      expect(await readsOf(plain)).toBe(full); // not settled: checked in full every time
+
+      const cached = counted();
+      settledData(cached.data);
+      expect(Object.isFrozen(cached.data.checks)).toBe(true);
+      expect(await readsOf(cached)).toBe(full); // checked the first time
+      expect(await readsOf(cached)).toBe(1); // then only serialized
+      expect(await readsOf(cached)).toBe(1);
+
+      const another = counted();
+      settledData(another.data);
+      expect(await readsOf(another)).toBe(full); // a new object: checked again
+
+      // The envelope around settled data is checked on every answer.
+      body = { ...successBody(cached.data, 'req_test'), meta: { request_id: 'has space', timestamp: 'not a time' } };
+      expect(await answer()).toBe(500);
+      body = successBody(cached.data, 'req_test');
+      expect(await answer()).toBe(200);
+
+      // Settled data that breaks the contract is refused every time, never remembered.
+      const broken = counted('no such status');
+      settledData(broken.data);
+      body = successBody(broken.data, 'req_test');
+      expect(await answer()).toBe(500);
+      expect(await answer()).toBe(500);
     } finally {
       server.close();
     }

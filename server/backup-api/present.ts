@@ -1,5 +1,6 @@
 import type { components } from '../../generated/backup-types.ts';
 import { pathToText } from '../escaped-path.ts';
+import { settledData } from '../http/envelope.ts';
 import type { Destinations } from '../destinations/registry.ts';
 import type { BackupJob, FileRecord, MaintenanceJob, RestoreJob } from '../store/index.ts';
 import { FINAL_STATUSES } from '../store/records.ts';
@@ -23,10 +24,11 @@ function progress(p: BackupJob['progress']): Schemas['JobProgress'] {
  */
 export function presentBackup(job: BackupJob, destinations: Pick<Destinations, 'kindOf'>): Schemas['BackupJob'] {
   if (!FINAL_STATUSES.includes(job.status)) return presentBackupNow(job, destinations);
-  // A finished job's record never changes (the store answers it from its cache): presented once.
+  // A finished job's record never changes (the store answers it from its cache): presented once,
+  // and checked against the contract once.
   const made = presentedBackups.get(job);
   if (made?.destinations === destinations) return made.body;
-  const body = presentBackupNow(job, destinations);
+  const body = settledData(structuredClone(presentBackupNow(job, destinations))); // a copy: the record's parts stay unfrozen
   presentedBackups.set(job, { destinations, body });
   return body;
 }

@@ -34,3 +34,26 @@ export function errorBody(
 ): ErrorBody {
   return { success: false, error: { code, message, details }, meta: meta(requestId) };
 }
+
+const settled = new WeakSet<object>();
+
+/**
+ * Freezes `data` (deeply) and marks it as a response's `data` that never changes, such as a
+ * finished job presented once: the response check validates it against an operation's schema
+ * once, and the rest of each answer's envelope every time.
+ */
+export function settledData<T extends object>(data: T): T {
+  const freeze = (value: unknown): void => {
+    if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
+    Object.freeze(value);
+    for (const inner of Object.values(value)) freeze(inner);
+  };
+  freeze(data);
+  settled.add(data);
+  return data;
+}
+
+/** Whether `data` was marked by settledData (and so is frozen). */
+export function isSettled(data: unknown): boolean {
+  return typeof data === 'object' && data !== null && settled.has(data);
+}

@@ -10,6 +10,7 @@ import { ContentType } from 'express-openapi-validator/dist/middlewares/util.js'
 import { SchemaPreprocessor } from 'express-openapi-validator/dist/middlewares/parsers/schema.preprocessor.js';
 import { dereferenceParameter, normalizeParameter } from 'express-openapi-validator/dist/middlewares/parsers/util.js';
 import { OpenApiValidator } from 'express-openapi-validator/dist/openapi.validator.js';
+import { isSettled } from './envelope.ts';
 
 export type OpenApiDocument = {
   openapi: string;
@@ -121,7 +122,42 @@ interface ResponseValidatorInternals {
   canValidateContentType(contentType: string): boolean;
   /** Checks one answer, throwing the library's InternalServerError when it breaks the document. */
   _validate(args: { validators: BuiltResponses; body: unknown; statusCode: number; path: string; accepts: string[] }): void;
-  ajvBody: { schemas: object };
+  ajvBody: { schemas: object; getSchema(key: string): ResponseCheck | undefined; addSchema(schema: object, key: string): void };
+  spec: { components?: object; paths?: object };
+}
+
+/**
+ * A success answer's check in two parts, for answers whose `data` was marked by settledData:
+ * the envelope without `data` (every answer) and `data` alone, whose passing objects are
+ * remembered (settled data is frozen, and the check is a pure function of it).
+ */
+interface SplitCheck {
+  envelope: ResponseCheck;
+  data: ResponseCheck;
+  passed: WeakSet<object>;
+}
+
+const SUCCESS_ENVELOPE = '#/components/schemas/SuccessEnvelope';
+
+/**
+ * The schema of `data` when `schema` is exactly the success envelope with `data` of that schema
+ * (`allOf` of SuccessEnvelope and an object requiring only `data`), so that the two parts'
+ * checks together decide what the whole does; otherwise undefined.
+ */
+function envelopeData(schema: unknown, schemas: Record<string, unknown>): unknown {
+  let s = schema as Record<string, unknown>;
+  const ref = s?.$ref;
+  if (typeof ref === 'string' && Object.keys(s).length === 1 && ref.startsWith('#/components/schemas/')) s = schemas[ref.slice('#/components/schemas/'.length)] as Record<string, unknown>;
+  if (!s || !Object.keys(s).every((k) => k === 'allOf' || k === 'description')) return undefined;
+  const allOf = s.allOf as Array<Record<string, unknown>> | undefined;
+  if (!Array.isArray(allOf) || allOf.length !== 2) return undefined;
+  const [base, own] = allOf as [Record<string, unknown>, Record<string, unknown>];
+  if (Object.keys(base).length !== 1 || base.$ref !== SUCCESS_ENVELOPE) return undefined;
+  if (!Object.keys(own).every((k) => k === 'type' || k === 'required' || k === 'properties' || k === 'description')) return undefined;
+  const properties = own.properties as Record<string, unknown> | undefined;
+  const required = (own.required ?? []) as unknown[];
+  if (own.type !== 'object' || !properties || Object.keys(properties).join() !== 'data' || !required.every((r) => r === 'data')) return undefined;
+  return properties.data;
 }
 
 /**
@@ -132,7 +168,7 @@ interface ResponseValidatorInternals {
  * the check, goes through the library's own per-request path, which finds the same validator
  * and throws its own error.
  */
-function responseChecker(library: ResponseValidatorInternals, built: BuiltResponses): RequestHandler {
+function responseChecker(library: ResponseValidatorInternals, built: BuiltResponses, splits: Map<string, SplitCheck>): RequestHandler {
   const single = new Map<string, ResponseCheck>();
   for (const [status, byType] of Object.entries(built)) {
     const types = Object.keys(byType);
@@ -145,11 +181,23 @@ function responseChecker(library: ResponseValidatorInternals, built: BuiltRespon
     }
     if (validatable) single.set(status, byType[types[0]!]!);
   }
-  const checkOf = (status: number): ResponseCheck | undefined => {
-    if (String(status) in built) return single.get(String(status));
+  const statusOf = (status: number): string | undefined => {
+    if (String(status) in built) return String(status);
     const range = `${String(status)[0]}XX`;
-    if (range in built) return single.get(range);
-    return 'default' in built ? single.get('default') : undefined;
+    if (range in built) return range;
+    return 'default' in built ? 'default' : undefined;
+  };
+  const passes = (status: string | undefined, body: unknown): boolean => {
+    const check = status === undefined ? undefined : single.get(status);
+    if (!check || body === undefined || body === null) return false;
+    const data = (body as { data?: unknown }).data;
+    const split = isSettled(data) ? splits.get(status!) : undefined;
+    if (!split) return check({ response: body });
+    if (!split.envelope({ response: body })) return false;
+    if (split.passed.has(data as object)) return true;
+    if (!split.data({ response: data })) return false;
+    split.passed.add(data as object);
+    return true;
   };
   return (req, res, next) => {
     const json = res.json;
@@ -157,8 +205,7 @@ function responseChecker(library: ResponseValidatorInternals, built: BuiltRespon
       res.json = json;
       if (res.headersSent) return res;
       if (res.statusCode >= 500) return json.call(this, body);
-      const check = checkOf(res.statusCode);
-      if (!check || body === undefined || body === null || !check({ response: body })) {
+      if (!passes(statusOf(res.statusCode), body)) {
         try {
           const contentType = res.getHeader('content-type');
           const accept = req.headers.accept;
@@ -213,6 +260,33 @@ export async function openApiValidator(doc: OpenApiDocument, validateResponses: 
   const responseValidator = validateResponses ? new ResponseValidator(apiDocRes, ajvOpts.response, responseOpts, spec.serial) : null;
   const responseCaches = responseValidator as unknown as ResponseValidatorInternals | null;
   const responseIds = new Map<string, number>();
+  const dataIds = new Map<string, number>();
+  /** Compiled as the library compiles a response's check: `{ response }` against the schema, with the document's components. */
+  const compileResponse = (schema: unknown, key: string): ResponseCheck => {
+    const ajv = responseCaches!.ajvBody;
+    let check = ajv.getSchema(key);
+    if (!check) {
+      ajv.addSchema({ type: 'object', properties: { response: schema }, components: responseCaches!.spec.components ?? {}, paths: responseCaches!.spec.paths }, key);
+      check = ajv.getSchema(key)!;
+    }
+    return check;
+  };
+  /** Per status whose one JSON answer is a success envelope: its check in two parts. */
+  const splitChecks = (responseSchema: { responses: Record<string, unknown> }): Map<string, SplitCheck> => {
+    const splits = new Map<string, SplitCheck>();
+    const schemas = ((responseCaches!.spec.components ?? {}) as { schemas?: Record<string, unknown> }).schemas ?? {};
+    for (const [status, response] of Object.entries(responseSchema.responses)) {
+      const content = (response as { content?: Record<string, { schema?: unknown }> }).content;
+      if (!content || Object.keys(content).length !== 1) continue;
+      const data = envelopeData(Object.values(content)[0]!.schema, schemas);
+      if (data === undefined) continue;
+      const text = JSON.stringify(data);
+      let id = dataIds.get(text);
+      if (id === undefined) dataIds.set(text, (id = dataIds.size));
+      splits.set(status, { envelope: compileResponse({ $ref: SUCCESS_ENVELOPE }, 'response-envelope'), data: compileResponse(data, `response-data-${id}`), passed: new WeakSet() });
+    }
+    return splits;
+  };
 
   const validator = (method: string, path: string): RequestHandler[] => {
     const route = spec.routes.find((r) => r.openApiRoute === path && r.method === method.toUpperCase());
@@ -255,7 +329,7 @@ export async function openApiValidator(doc: OpenApiDocument, validateResponses: 
         Object.assign(built, responseCaches.buildValidators({ [status]: response }, `response-${id}`));
       }
       for (const mediaType of mediaTypes) responseCaches.validatorsCache[keyOf(mediaType)] = built;
-      responses = responseChecker(responseCaches, built);
+      responses = responseChecker(responseCaches, built, splitChecks(responseSchema as { responses: Record<string, unknown> }));
     }
     // A request the library would not rewrite is checked by the library's own compiled
     // validators directly; one that fails them goes through the library to get its error.
