@@ -4,7 +4,7 @@ import express from 'express';
 import type { ErrorRequestHandler, Request } from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { planLimit } from '../ratelimit/limits.ts';
-import { MemoryRateLimitStore } from '../ratelimit/store.ts';
+import { MemoryRateLimitStore, type RateLimitStore } from '../ratelimit/store.ts';
 import { clientKey } from './client-address.ts';
 import { ApiError } from './errors.ts';
 import { failureLimit, rateLimit } from './rate-limit.ts';
@@ -63,9 +63,18 @@ async function call(url: string, init?: RequestInit): Promise<Answer> {
 }
 
 describe('rateLimit middleware over real HTTP', () => {
-  it('lets exactly the limit through out of 100 parallel requests, with consistent headers', async () => {
+  // The in-process store decides within the call; a shared store (Redis) answers by a promise.
+  const asPromised = (memory: MemoryRateLimitStore): RateLimitStore => ({
+    hit: (key, limit, windowMs) => new Promise((r) => setImmediate(() => r(memory.hit(key, limit, windowMs)))),
+    refund: (key, resetAt) => memory.refund(key, resetAt),
+    reset: (key) => memory.reset(key),
+  });
+  it.each([
+    ['decided at once', (memory: MemoryRateLimitStore): RateLimitStore => memory],
+    ['answered by a promise', asPromised],
+  ])('lets exactly the limit through out of 100 parallel requests, with consistent headers (%s)', async (_how, storeOf) => {
     const clock = manualClock();
-    const store = new MemoryRateLimitStore({ now: clock.now });
+    const store = storeOf(new MemoryRateLimitStore({ now: clock.now }));
     let handled = 0;
     const app = express();
     app.get(

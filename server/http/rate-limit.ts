@@ -6,7 +6,7 @@
  *
  * The error handler must keep headers already set on the response and add ApiError.headers.
  */
-import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 import { RateLimitStoreUnavailableError, windowEnd, type RateLimitState, type RateLimitStore } from '../ratelimit/store.ts';
 import { ApiError } from './errors.ts';
 
@@ -97,12 +97,17 @@ async function hitOr503(store: RateLimitStore, res: Response, key: string, limit
 export function rateLimit(options: RateLimitOptions): RequestHandler {
   const { store, name, windowMs } = options;
   const draftHeaders = options.draftHeaders ?? true;
-  return async (req, res, next) => {
-    const limit = typeof options.limit === 'function' ? options.limit(req, res) : options.limit;
-    const state = await hitOr503(store, res, `${name}:${options.key(req, res)}`, limit, windowMs);
+  const decide = (res: Response, state: RateLimitState, next: NextFunction): void => {
     applyIfBinding(res, { name, windowMs, state }, draftHeaders);
     if (!state.allowed) throw rateLimited(state, windowMs);
     next();
+  };
+  return (req, res, next) => {
+    const limit = typeof options.limit === 'function' ? options.limit(req, res) : options.limit;
+    const key = `${name}:${options.key(req, res)}`;
+    // An in-process store decides within the call, so the request goes on without a promise.
+    if (store.hitNow) return decide(res, store.hitNow(key, limit, windowMs), next);
+    return hitOr503(store, res, key, limit, windowMs).then((state) => decide(res, state, next));
   };
 }
 

@@ -26,6 +26,8 @@ export interface RateLimitStore {
    * window, and report the state. A refused hit is not counted.
    */
   hit(key: string, limit: number, windowMs: number): Promise<RateLimitState>;
+  /** What `hit` does, answered at once: only a store that decides within the call (in-process) has it. */
+  hitNow?(key: string, limit: number, windowMs: number): RateLimitState;
   /**
    * Take back one hit counted in the window that ends at `resetAt` (no effect once that
    * window is over). Used to count only the outcomes that matter, e.g. failed logins.
@@ -90,6 +92,10 @@ export class MemoryRateLimitStore implements RateLimitStore {
   }
 
   hit(key: string, limit: number, windowMs: number): Promise<RateLimitState> {
+    return Promise.resolve(this.hitNow(key, limit, windowMs));
+  }
+
+  hitNow(key: string, limit: number, windowMs: number): RateLimitState {
     const now = this.#now();
     if (now >= this.#nextSweep) this.sweep(now);
     let window = this.#windows.get(key);
@@ -99,13 +105,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
     }
     const allowed = window.count < limit;
     if (allowed) window.count++;
-    return Promise.resolve({
-      allowed,
-      limit,
-      remaining: Math.max(0, limit - window.count),
-      resetAt: window.resetAt,
-      now,
-    });
+    return { allowed, limit, remaining: Math.max(0, limit - window.count), resetAt: window.resetAt, now };
   }
 
   refund(key: string, resetAt: number): Promise<void> {
