@@ -47,6 +47,7 @@ async function serve(): Promise<void> {
   const inner = new MemoryRateLimitStore();
   const raised: RateLimitStore = {
     hit: (key, limit, windowMs) => inner.hit(key, limit * 1_000_000, windowMs),
+    hitNow: (key, limit, windowMs) => inner.hitNow(key, limit * 1_000_000, windowMs),
     refund: (key, resetAt) => inner.refund(key, resetAt),
     reset: (key) => inner.reset(key),
   };
