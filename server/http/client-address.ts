@@ -59,8 +59,13 @@ export function clientAddress(req: Request): string {
   const peer = req.socket.remoteAddress;
   const address = fromExpress ?? (peer && normalizeAddress(peer)) ?? 'unknown';
   // A peer that is not a trusted proxy is the client of every request of its connection.
-  if (peer !== undefined && !(req.app.get('trust proxy fn') as (address: string, hop: number) => boolean)(peer, 0)) untrustedPeers.set(req.socket, address);
+  if (peer !== undefined && !peerIsTrustedProxy(req)) untrustedPeers.set(req.socket, address);
   return address;
+}
+
+/** Whether the connection's peer is a trusted proxy (TRUST_PROXY), as Express judges it. */
+export function peerIsTrustedProxy(req: Request): boolean {
+  return (req.app.get('trust proxy fn') as (address: string, hop: number) => boolean)(req.socket.remoteAddress ?? '', 0);
 }
 
 /** The client address of connections whose peer is no trusted proxy. */

@@ -10,6 +10,7 @@
  */
 import type { Request, RequestHandler } from 'express';
 import { isLoopback } from '../tls/loopback.ts';
+import { peerIsTrustedProxy } from './client-address.ts';
 import { ApiError } from './errors.ts';
 
 /** Two years, as the HSTS preload list asks; no includeSubDomains (the host's siblings are not ours). */
@@ -28,10 +29,8 @@ const connections = new WeakMap<object, Connection>();
 export function transportOf(req: Request): Transport {
   let connection = connections.get(req.socket);
   if (!connection) {
-    const peer = req.socket.remoteAddress ?? '';
-    const trusted = (req.app.get('trust proxy fn') as (address: string, hop: number) => boolean)(peer, 0);
-    const direct = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : isLoopback(peer) ? 'http-loopback' : 'http';
-    connection = { trusted, direct };
+    const direct = (req.socket as { encrypted?: boolean }).encrypted ? 'https' : isLoopback(req.socket.remoteAddress ?? '') ? 'http-loopback' : 'http';
+    connection = { trusted: peerIsTrustedProxy(req), direct };
     connections.set(req.socket, connection);
   }
   const forwarded = connection.trusted ? req.get('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase() : undefined;
