@@ -8,6 +8,7 @@
  * Every tool talks to the gateway through one counting proxy (requests by method, bytes up and
  * down). Wall time is measured here, peak RSS and CPU time by GNU time; each figure is the median
  * over the runs [min–max], every step taken by all tools back to back, the order rotating.
+ * Restored trees are kept until the end of the run (bench/fs-state.ts says why).
  */
 import { cpus, totalmem } from 'node:os';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -16,6 +17,7 @@ import { parseArgs } from 'node:util';
 import { startRgw } from '../server/testing/services/rgw.ts';
 import { startS3Proxy, type S3Proxy } from '../server/testing/services/s3-proxy.ts';
 import { generateRealTree, generateSmall } from './data.ts';
+import { RestoreTargets } from './fs-state.ts';
 import { ensureInstalled, median, ours, restic, version, type Measure, type Tool } from './tools.ts';
 
 const root = resolve(import.meta.dirname, '..');
@@ -89,6 +91,7 @@ async function main(): Promise<void> {
     throw new Error(`unknown tool ${n} (ours, ours@<checkout>, restic)`);
   });
 
+  const targets = await RestoreTargets.open(join(base, 'work-s3-targets'));
   const rgw = await startRgw();
   const proxy = await startS3Proxy(rgw.endpoint);
   // Both tools read the SDK's variables; ours also takes the bucket as the service does.
@@ -108,7 +111,7 @@ async function main(): Promise<void> {
           const bucket = `bench-${++buckets}`;
           await rgw.createBucket(bucket);
           const repo = tool.name === 'restic' ? `s3:${proxy.endpoint}/${bucket}` : `s3://${bucket}/repository`;
-          state.set(tool.name, { home: join(work, 'home'), repo, target: join(work, 'target'), snapshot: '', keyFile: join(work, 'repository.key') });
+          state.set(tool.name, { home: join(work, 'home'), repo, target: targets.next(`${tool.name}-${d.name}-${round}`), snapshot: '', keyFile: join(work, 'repository.key') });
         }
         for (const tool of order) {
           const st = state.get(tool.name)!;
@@ -139,13 +142,13 @@ async function main(): Promise<void> {
             ...kinds(`restore_${d.name}`, m.byKind),
           });
           console.log(`round ${round + 1} (${d.name}) ${tool.name} restore: ${m.seconds.toFixed(1)} s, CPU ${m.cpuSeconds.toFixed(1)} s, ${JSON.stringify(m.byKind)}`);
-          await rm(st.target, { recursive: true, force: true });
         }
       }
       for (const tool of tools) samples.get(tool.name)!.push(r.get(tool.name)!);
     }
   } finally {
     await rm(join(base, 'work-s3'), { recursive: true, force: true });
+    await targets.removeAll();
     await proxy.close();
     await rgw.cleanup();
   }
