@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { expect, it } from 'vitest';
-import { RangeCache, type FetchSink } from './range-cache.ts';
+import { RangeCache, rangeCacheFor, type FetchSink } from './range-cache.ts';
 
 const MiB = 2 ** 20;
 
@@ -150,4 +150,33 @@ it('keeps the announced ranges of a window it drops, and answers their reads fro
   expect(fetches).toHaveLength(6);
   await check('a', 4 * MiB + 200, 100); // both reads made: the kept bytes are gone, a small window is read
   expect(fetches.slice(6)).toEqual(['a@4+1']);
+});
+
+it('with the windows of a packing, fetches the two packs after the three a restore reads small files from', async () => {
+  const packBytes = 8 * MiB;
+  // Packs as stored: closed past packBytes, with their last large blob.
+  const objects = new Map(['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((n) => [n, randomBytes(packBytes + 5 * MiB)]));
+  const fetches: string[] = [];
+  const cache = new RangeCache(async (name, offset, length, sink) => {
+    fetches.push(name);
+    const part = objects.get(name)!.subarray(offset, offset + length);
+    sink.size(part.length);
+    sink.data(part);
+  }, rangeCacheFor(packBytes));
+  const settle = () => new Promise((r) => setTimeout(r, 10));
+  const check = async (name: string, offset: number, length: number) => {
+    expect(Buffer.from(await cache.read(name, offset, length)!).equals(objects.get(name)!.subarray(offset, offset + length))).toBe(true);
+  };
+  // Small files whose blobs lie in a, b and c by turns, then a large file through d to g.
+  for (let i = 0; i < 4; i++) for (const name of ['a', 'b', 'c']) cache.expect(name, i * MiB, 100);
+  for (const name of ['d', 'e', 'f', 'g']) cache.expect(name, 0, packBytes);
+  for (const name of ['a', 'b', 'c']) await check(name, 0, 100);
+  await settle();
+  expect(fetches).toEqual(['a', 'b', 'c', 'd', 'e']); // the large file's first packs come while the small files are written
+  for (let i = 1; i < 4; i++) for (const name of ['a', 'b', 'c']) await check(name, i * MiB, 100);
+  await check('d', 0, packBytes);
+  await settle();
+  expect(fetches).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g']);
+  for (const name of ['e', 'f', 'g']) await check(name, 0, packBytes);
+  expect(fetches).toHaveLength(7);
 });
