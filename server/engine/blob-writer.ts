@@ -31,8 +31,12 @@ const INDEX_EVERY_BLOBS = 16384;
 const IN_FLIGHT = 8 * 1024 * 1024;
 /** The largest blob a pack may take last (a chunk of 4 MiB, stored with its overhead). */
 const MAX_BLOB = 5 * 1024 * 1024;
-/** Counted per blob on top of its bytes, so that many tiny blobs in flight are bounded too. */
-const BLOB_OVERHEAD = 32768;
+/**
+ * Counted per blob on top of its bytes, so that many tiny blobs in flight are bounded too. At
+ * 32 KiB the budget held about 240 small files, one batch: the worker then waited while the main
+ * thread took its results and gathered the next batch. At 8 KiB, about 800 (three batches).
+ */
+const BLOB_OVERHEAD = 8192;
 /** How long an abandoned backup waits for the packs being saved. */
 const ABANDON_WAIT = 2000;
 /** Trees are always compressed and encrypted, whatever the backup's options. */
