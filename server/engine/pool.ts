@@ -6,7 +6,7 @@ import type { MasterKey } from './crypto.ts';
 import { EngineError } from './errors.ts';
 import type { CompressionCode } from './types.ts';
 import type { DecodedRun, RunBlob } from './run-reader.ts';
-import type { DirListing, DirRequest, SourceFile, SourceFileResult, WorkerRequest, WriteAt } from './worker.ts';
+import type { DirListing, DirRequest, FileBatch, SourceFile, SourceFileResult, WorkerRequest, WriteAt } from './worker.ts';
 
 /**
  * The worker threads of one operation (a backup, a restore, a verify) for the CPU-heavy work and
@@ -157,9 +157,11 @@ export class WorkerPool {
   /** Read a small file through its directory handle and encode it as one chunk (with its sha256). */
   encodeFile(opts: EncodeOptions, file: SourceFile): Promise<SourceFileResult> {
     const key = `f:${opts.comp}:${opts.level}:${opts.encrypt}`;
-    return this.enqueue(key, file, null, file.size, (items, transfer) =>
-      this.post((seq) => ({ type: 'encodeFiles', seq, ...opts, items: items as SourceFile[] }), transfer, (items as SourceFile[]).reduce((n, f) => n + f.size, 0)),
-    ) as Promise<SourceFileResult>;
+    return this.enqueue(key, file, null, file.size, (items, transfer) => {
+      const files = items as SourceFile[];
+      const request = (seq: number): WorkerRequest => ({ type: 'encodeFiles', seq, ...opts, items: files });
+      return this.post(request, transfer, files.reduce((n, f) => n + f.size, 0)).then((batch) => fileResults(batch as unknown as FileBatch));
+    }) as Promise<SourceFileResult>;
   }
 
   /** List an open directory of the source, with every entry's lstat (and a symlink's target). */
@@ -228,6 +230,18 @@ export class WorkerPool {
       (err: unknown) => batch.settles.forEach((s) => s.reject(err)),
     );
   }
+}
+
+/** A worker's FileBatch as one result per file (ids and sums are views of its one buffer). */
+function fileResults(batch: FileBatch): SourceFileResult[] {
+  const { sums, comps, lengths } = batch;
+  return batch.out.map((o, i): SourceFileResult => {
+    if (o === true) return { grew: true };
+    if (typeof o === 'string') return { warning: o };
+    const sha256 = sums.subarray(i * 64 + 32, i * 64 + 64);
+    if (o === null) return { blob: null, sha256 };
+    return { blob: { id: sums.subarray(i * 64, i * 64 + 32), data: o, comp: comps[i] as CompressionCode, rawLength: lengths[i]! }, sha256 };
+  });
 }
 
 function sum(items: Uint8Array[]): number {

@@ -46,6 +46,19 @@ export type SourceFileResult =
   | { grew: true }
   | { warning: string };
 
+/**
+ * A batch of small files' results in a few buffers rather than objects per file (cloning those,
+ * with two 32-byte arrays each, took about a tenth of the worker's time): per file its chunk id
+ * and sha256 in `sums` (64 bytes), its compression code and plaintext length, and in `out` its
+ * encoded data, null when empty, a warning, or true when it grew.
+ */
+export interface FileBatch {
+  sums: Uint8Array;
+  comps: Uint8Array;
+  lengths: Uint32Array;
+  out: (Uint8Array | null | string | true)[];
+}
+
 /** A directory of the source, open in the main thread (a worker never keeps a descriptor: Node closes a worker's descriptors when it ends). */
 export interface DirRequest {
   fd: number;
@@ -139,6 +152,39 @@ function decodeRun(blobs: RunBlob[], data: Uint8Array): DecodedRun {
   return { data: out, ends, errors };
 }
 
+/** Small files read and encoded, their results gathered as a FileBatch. */
+function fileBatch(items: SourceFile[], encode: { comp: CompressionCode; level: number | undefined; encrypt: boolean }, transfer: ArrayBuffer[]): FileBatch {
+  const n = items.length;
+  const sums = new Uint8Array(n * 64);
+  const comps = new Uint8Array(n);
+  const lengths = new Uint32Array(n);
+  const out: FileBatch['out'] = [];
+  for (let i = 0; i < n; i++) {
+    const file = items[i]!;
+    encodedItems(file.size);
+    const read = readSourceFile(file);
+    if ('grew' in read) out.push(true);
+    else if ('warning' in read) out.push(read.warning);
+    else {
+      const plain = read.plain;
+      sums.set(hash('sha256', plain, 'buffer'), i * 64 + 32);
+      lengths[i] = plain.length;
+      if (plain.length === 0) out.push(null);
+      else {
+        const blob = encodeBlob(key, plain, encode.comp, encode.level, encode.encrypt);
+        sums.set(blob.id, i * 64);
+        comps[i] = blob.comp;
+        const data = own(blob.data);
+        if (data.buffer !== plain.buffer) releasePrivate(plain);
+        transfer.push(data.buffer as ArrayBuffer);
+        out.push(data);
+      }
+    }
+  }
+  transfer.push(sums.buffer, comps.buffer, lengths.buffer as ArrayBuffer);
+  return { sums, comps, lengths, out };
+}
+
 const raw = workerData as { encryption: Uint8Array; chunkId: Uint8Array };
 const key: BlobKeys = { encryption: createSecretKey(raw.encryption), chunkId: createSecretKey(raw.chunkId) };
 
@@ -162,17 +208,7 @@ function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer
         transfer,
       };
     case 'encodeFiles':
-      return {
-        results: msg.items.map((file): SourceFileResult => {
-          encodedItems(file.size);
-          const read = readSourceFile(file);
-          if (!('plain' in read)) return read;
-          const sha256 = new Uint8Array(hash('sha256', read.plain, 'buffer'));
-          if (read.plain.length === 0) return { blob: null, sha256 };
-          return { blob: encoded(encodeBlob(key, read.plain, msg.comp, msg.level, msg.encrypt), read.plain), sha256 };
-        }),
-        transfer,
-      };
+      return { results: fileBatch(msg.items, msg, transfer) as unknown as unknown[], transfer };
     case 'encode':
       return {
         results: msg.items.map((plain) => {
