@@ -22,6 +22,7 @@ import { cors } from './http/cors.ts';
 import { ApiError } from './http/errors.ts';
 import { errorHandler } from './http/error-handler.ts';
 import { jsonBody } from './http/json-body.ts';
+import { directJson } from './http/json-response.ts';
 import { authOf, maybeAuthOf, requestIdOf } from './http/locals.ts';
 import { createLogger, requestLogger } from './http/logger.ts';
 import { GENERATED_DIR, loadDocument, mergeDocuments, openApiValidator, takesBody } from './http/openapi.ts';
@@ -169,6 +170,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
   app.set('etag', false);
+  directJson(app);
 
   const routed = [
     ...Object.entries(backupOperations).map(([operationId, op]) => ({ operationId, method: op.method, path: backupBasePath + op.path })),
