@@ -167,6 +167,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
+  // For Express's own routing; the operations are matched exactly by the dispatcher (server/http/dispatch.ts).
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
   app.set('etag', false);
