@@ -22,6 +22,7 @@ import { cors } from './http/cors.ts';
 import { ApiError } from './http/errors.ts';
 import { errorHandler } from './http/error-handler.ts';
 import { jsonBody } from './http/json-body.ts';
+import { directJson } from './http/json-response.ts';
 import { authOf, maybeAuthOf, requestIdOf } from './http/locals.ts';
 import { createLogger, requestLogger } from './http/logger.ts';
 import { GENERATED_DIR, loadDocument, mergeDocuments, openApiValidator, takesBody } from './http/openapi.ts';
@@ -32,7 +33,7 @@ import { handlerRoute } from './http/operation-route.ts';
 import { failureLimit, rateLimit } from './http/rate-limit.ts';
 import { reportRefusals } from './http/refusals.ts';
 import { requestId } from './http/request-id.ts';
-import { routeGuard } from './http/route-guard.ts';
+import { dispatcher } from './http/dispatch.ts';
 import { PROBE_OPERATIONS } from './probes/index.ts';
 import { ACCOUNT_WINDOW_MS, AUTH_FAILURES, planLimit, TOKEN_REQUESTS, TOOL_LIMITS } from './ratelimit/limits.ts';
 import { openRateLimitStore } from './ratelimit/select.ts';
@@ -166,14 +167,17 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
+  // For Express's own routing; the operations are matched exactly by the dispatcher (server/http/dispatch.ts).
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
   app.set('etag', false);
+  directJson(app);
 
-  const operations = operationIndex([
-    ...Object.entries(backupOperations).map(([operationId, op]) => ({ operationId, method: op.method, expressPath: backupBasePath + op.expressPath })),
-    ...Object.entries(toolsOperations).map(([operationId, op]) => ({ operationId, method: op.method, expressPath: toolsBasePath + op.expressPath })),
-  ]);
+  const routed = [
+    ...Object.entries(backupOperations).map(([operationId, op]) => ({ operationId, method: op.method, path: backupBasePath + op.path })),
+    ...Object.entries(toolsOperations).map(([operationId, op]) => ({ operationId, method: op.method, path: toolsBasePath + op.path })),
+  ];
+  const operations = operationIndex(routed);
   const operationOf = operationLookup(operations);
   // The probes answer until the process exits: /livez 200, /readyz 503 from the start of shutdown.
   const probePaths = new Set(PROBE_OPERATIONS.map((id) => toolsBasePath + toolsOperations[id].path));
@@ -193,15 +197,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     }
     next();
   });
-  app.use(
-    routeGuard([
-      ...Object.values(backupOperations).map((op) => ({ method: op.method, path: backupBasePath + op.path })),
-      ...Object.values(toolsOperations).map((op) => ({ method: op.method, path: toolsBasePath + op.path })),
-    ]),
-  );
-
+  // Each operation's chain, in the order of `routed` (the numbering of `operations`).
   const jsonBodies = jsonBody();
   const body = (path: string, method: string) => (takesBody(merged, path, method) ? jsonBodies : []);
+  const chains = new Map<string, RequestHandler[]>();
   for (const [operationId, op] of Object.entries(backupOperations)) {
     const chain: RequestHandler[] = [];
     if (operationId === 'createToken') {
@@ -213,19 +212,19 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       chain.push(bearer, ...limited(accountLimit));
     }
     const handler = backupHandlers[operationId as keyof typeof backupHandlers];
-    app[op.method](backupBasePath + op.expressPath, ...chain, ...body(backupBasePath + op.path, op.method), ...validator(op.method, backupBasePath + op.path), handlerRoute(handler, context));
+    chains.set(operationId, [...chain, ...body(backupBasePath + op.path, op.method), ...validator(op.method, backupBasePath + op.path), handlerRoute(handler, context)]);
   }
   for (const [operationId, op] of Object.entries(toolsOperations)) {
     const id = operationId as keyof typeof toolsOperations;
     const limit = TOOL_LIMITS[id]; // none for the probes (x-rate-limit-exempt)
-    app[op.method](
-      toolsBasePath + op.expressPath,
+    chains.set(operationId, [
       ...(limit === undefined ? [] : limited(toolLimit(id, limit))),
       ...body(toolsBasePath + op.path, op.method),
       ...validator(op.method, toolsBasePath + op.path),
       handlerRoute(toolsHandlers[id], context),
-    );
+    ]);
   }
+  app.use(dispatcher(routed.map((op) => ({ method: op.method, path: op.path, chain: chains.get(op.operationId)! })), operations.choose));
   app.use((_req, _res, next) => next(new ApiError('NOT_FOUND', 'No such resource.')));
   if (config.rateLimitsEnabled) app.use(authFailures.countErrors);
   app.use(reportRefusals(events, operationOf));

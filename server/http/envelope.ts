@@ -18,8 +18,21 @@ export interface ErrorBody {
   meta: Meta;
 }
 
-export function meta(requestId: string, now = new Date()): Meta {
-  return { request_id: requestId, timestamp: now.toISOString() };
+let stampedAt = Number.NaN;
+let stamp = '';
+
+/** The time as an ISO 8601 string, formatted once per millisecond however many answers share it. */
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== stampedAt) {
+    stamp = new Date(ms).toISOString();
+    stampedAt = ms;
+  }
+  return stamp;
+}
+
+export function meta(requestId: string, now?: Date): Meta {
+  return { request_id: requestId, timestamp: now ? now.toISOString() : isoNow() };
 }
 
 export function successBody<T>(data: T, requestId: string): SuccessBody<T> {

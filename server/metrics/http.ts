@@ -24,7 +24,7 @@ type Collected = { collect?: () => void };
  * which cost more than the rest of the request's bookkeeping together). It is called from the
  * request log's 'finish' listener with the duration that log measured.
  */
-export function httpMetrics(metrics: MetricSet, operations: OperationIndex): FinishedRequest {
+export function httpMetrics(metrics: MetricSet, operations: Pick<OperationIndex, 'ids' | 'indexOf'>): FinishedRequest {
   const { ids, indexOf } = operations;
   const cells = ids.length * CLASSES;
   const bounds = Float64Array.from((metrics.httpDuration as unknown as { upperBounds: number[] }).upperBounds);
