@@ -19,11 +19,12 @@ describe('operation dispatch over real HTTP', () => {
     }
   });
 
-  it('answers a path parameter that is not a valid escape in the error envelope, as Express routing did', async () => {
+  it('answers a path parameter that is not a valid escape with a validation error naming it', async () => {
     const res = await h.request('/api/v1/backup/bkp_%E0%A4%A', { token });
     expect(res.body.success).toBe(false);
     expect(res.headers.get('x-request-id')).toBe(res.body.meta.request_id);
-    expect({ status: res.status, code: res.body.error.code }).toEqual({ status: 500, code: 'INTERNAL_ERROR' });
+    expect({ status: res.status, code: res.body.error.code }).toEqual({ status: 400, code: 'VALIDATION_ERROR' });
+    expect(res.body.error.details.errors).toEqual([{ path: '/path/id', message: 'is not valid percent-encoding' }]);
   });
 
   it('runs the chain of the operation the method names, its refusals included', async () => {

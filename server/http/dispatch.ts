@@ -32,17 +32,14 @@ function templateToRegExp(template: string): { re: RegExp; params: string[] } {
   return { re: new RegExp(`^${source}$`), params };
 }
 
-/** A path parameter as Express's router decodes it, with the same error for a malformed escape. */
-function decodeParam(value: string): string {
+/** A path parameter decoded as Express's router decodes it; a malformed escape is the client's error. */
+function decodeParam(name: string, value: string): string {
   if (value.indexOf('%') === -1) return value;
   try {
     return decodeURIComponent(value);
   } catch (err) {
-    if (err instanceof URIError) {
-      err.message = `Failed to decode param '${value}'`;
-      (err as URIError & { status?: number; statusCode?: number }).status = (err as URIError & { statusCode?: number }).statusCode = 400;
-    }
-    throw err;
+    if (!(err instanceof URIError)) throw err;
+    throw new ApiError('VALIDATION_ERROR', 'The request is not valid.', { errors: [{ path: `/path/${name}`, message: 'is not valid percent-encoding' }] });
   }
 }
 
@@ -97,7 +94,7 @@ export function dispatcher(operations: readonly DispatchedOperation[], chosen: (
       }
       const params: Record<string, string> = Object.create(null) as Record<string, string>;
       try {
-        for (let p = 0; p < op.params.length; p++) params[op.params[p]!] = decodeParam(m[p + 1]!);
+        for (let p = 0; p < op.params.length; p++) params[op.params[p]!] = decodeParam(op.params[p]!, m[p + 1]!);
       } catch (err) {
         next(err);
         return;
