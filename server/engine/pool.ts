@@ -6,7 +6,7 @@ import type { MasterKey } from './crypto.ts';
 import { EngineError } from './errors.ts';
 import type { CompressionCode } from './types.ts';
 import type { DecodedRun, RunBlob } from './run-reader.ts';
-import type { DirListing, DirRequest, FileBatch, SourceFile, SourceFileResult, WorkerRequest, WriteAt } from './worker.ts';
+import type { DirListing, DirRequest, FileBatch, SourceFile, SourceFileResult, WorkerRequest, WriteAt, WriteOp, WriteResult } from './worker.ts';
 
 /**
  * The worker threads of one operation (a backup, a restore, a verify) for the CPU-heavy work and
@@ -37,6 +37,9 @@ interface Batch {
   transfer: ArrayBuffer[];
   settles: Settle[];
   bytes: number;
+  /** Items, or what they count for (a run of a restore's small files: its files). */
+  count: number;
+  limit: number;
 }
 
 /**
@@ -47,6 +50,12 @@ export const WORKERS_BESIDE_MAIN = Math.min(Math.max(availableParallelism() - 1,
 
 const BATCH_BYTES = 1 << 20;
 const BATCH_ITEMS = 256;
+/**
+ * A restore's writer gets its small files in messages of at most this many, with twice as many
+ * in flight (restore.ts): the next message is already queued when it finishes one, instead of
+ * idling while the main thread turns its answer into the next.
+ */
+export const WRITE_BATCH_FILES = 64;
 /** A worker that keeps dying is not replaced beyond this. */
 const MAX_RESPAWNS = 10;
 
@@ -121,7 +130,8 @@ export class WorkerPool {
     await Promise.all(this.exits);
   }
 
-  private post(build: (seq: number) => WorkerRequest, transfer: ArrayBuffer[], bytes: number, grow = true): Promise<unknown[]> {
+  /** `grow`: may start a further worker; 'writer': goes to the first worker, in order with everything sent there. */
+  private post(build: (seq: number) => WorkerRequest, transfer: ArrayBuffer[], bytes: number, grow: boolean | 'writer' = true): Promise<unknown[]> {
     if (this.closed) return Promise.reject(new EngineError('CANCELLED', 'the operation was stopped'));
     if (!this.started) {
       this.started = true;
@@ -129,10 +139,10 @@ export class WorkerPool {
     }
     let slot = this.slots[0];
     if (!slot) return Promise.reject(new EngineError('INTERNAL_ERROR', 'no worker is running'));
-    for (const s of this.slots) if (s.pendingBytes < slot.pendingBytes) slot = s;
+    if (grow !== 'writer') for (const s of this.slots) if (s.pendingBytes < slot.pendingBytes) slot = s;
     // A further worker starts once every worker has work: one that only lists directories (an
     // unchanged backup) keeps one thread, and its start-up and memory; listings never start one.
-    if (grow && slot.pending.size > 0 && this.slots.length < this.size) {
+    if (grow === true && slot.pending.size > 0 && this.slots.length < this.size) {
       slot = this.spawn();
       this.slots.push(slot);
     }
@@ -193,26 +203,48 @@ export class WorkerPool {
     return result.data;
   }
 
-  /** Decode the blobs of one run of a pack (`data`, transferred away); the plaintexts come back in one buffer. */
+  /**
+   * Decode the blobs of one run of a pack (`data`, transferred away); the plaintexts come back in
+   * one buffer. A run with a restore's small files goes to the writer (see `write`).
+   */
   async decodeRun(blobs: RunBlob[], data: Uint8Array): Promise<DecodedRun> {
     const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : new Uint8Array(data);
+    if (blobs.some((b) => b.file)) return (await this.write({ op: 'run', blobs, data: owned }, owned.buffer as ArrayBuffer, blobs.length)) as DecodedRun;
     return (await this.enqueue('r', { blobs, data: owned }, owned.buffer as ArrayBuffer, owned.length, (items, transfer) =>
       this.post((seq) => ({ type: 'decodeRuns', seq, items: items as { blobs: RunBlob[]; data: Uint8Array }[] }), transfer, transfer.reduce((n, b) => n + b.byteLength, 0)),
     )) as DecodedRun;
   }
 
-  private enqueue(key: string, item: unknown, buffer: ArrayBuffer | null, bytes: number, send: Batch['send']): Promise<unknown> {
+  /**
+   * One of a restore's changes to its target (worker.ts, WriteOp), done by the writer, the first
+   * worker, in the order asked; `files`: how many small files it writes. A further worker, if
+   * any, decodes only the chunks of multi-chunk files.
+   */
+  write(op: WriteOp, buffer: ArrayBuffer | null = null, files = 0): Promise<WriteResult> {
+    return this.enqueue(
+      'w',
+      op,
+      buffer,
+      buffer?.byteLength ?? 0,
+      (items, transfer) => this.post((seq) => ({ type: 'write', seq, items: items as WriteOp[] }), transfer, transfer.reduce((n, b) => n + b.byteLength, 0), 'writer'),
+      files,
+      WRITE_BATCH_FILES,
+    ) as Promise<WriteResult>;
+  }
+
+  private enqueue(key: string, item: unknown, buffer: ArrayBuffer | null, bytes: number, send: Batch['send'], count = 1, limit = BATCH_ITEMS): Promise<unknown> {
     if (this.closed) return Promise.reject(new EngineError('CANCELLED', 'the operation was stopped'));
     let batch = this.batches.get(key);
     if (!batch) {
-      batch = { send, items: [], transfer: [], settles: [], bytes: 0 };
+      batch = { send, items: [], transfer: [], settles: [], bytes: 0, count: 0, limit };
       this.batches.set(key, batch);
     }
     const promise = new Promise((resolve, reject) => batch.settles.push({ resolve, reject }));
     batch.items.push(item);
     if (buffer) batch.transfer.push(buffer);
     batch.bytes += bytes;
-    if (batch.bytes >= BATCH_BYTES || batch.items.length >= BATCH_ITEMS) this.flush(key, batch);
+    batch.count += count;
+    if (batch.bytes >= BATCH_BYTES || batch.count >= batch.limit || batch.items.length >= BATCH_ITEMS) this.flush(key, batch);
     else if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => {

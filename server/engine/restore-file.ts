@@ -7,7 +7,7 @@ import type { ChunkReader } from './chunk-reader.ts';
 import { bytesEqual } from './codec.ts';
 import { EngineError, errnoCode, throwIfAborted } from './errors.ts';
 import type { ProgressReporter } from './progress.ts';
-import { CREATE_FLAGS, restoredFileMode, writeSmallFile } from './restore-write.ts';
+import { CREATE_FLAGS, restoredFileMode } from './restore-write.ts';
 import type { SmallFile } from './restore-write.ts';
 import { FILE_FLAGS, atPath } from './source.ts';
 import type { TreeNode } from './tree.ts';
@@ -30,6 +30,14 @@ export interface FileWriteContext {
   reader: ChunkReader;
   progress: ProgressReporter;
   signal: AbortSignal;
+  /** Has the restore's writer write a small file whose plaintext is known (restore-write.ts); throws its errno error. */
+  writeSmall: (file: SmallFile, data: Uint8Array) => Promise<void>;
+}
+
+/** Where an entry is written: the directory the main thread holds open as `fd` (-1 while only the writer holds it), `made` by the writer. */
+export interface EntryDir {
+  fd: number;
+  made: number | undefined;
 }
 
 /** Temp names are `.restore-<random of this process>-<number>`: a temp file or directory is remembered by its number alone. */
@@ -95,13 +103,21 @@ export async function writeLink(dirFd: number, node: TreeNode, name: Uint8Array)
   await lutimes(at, seconds(node.mtimeNs), seconds(node.mtimeNs)).catch(() => {});
 }
 
-/** Creates the regular file as `name` in the directory, with its content, mode and mtime (not synced). */
-export async function writeFile(ctx: FileWriteContext, dirFd: number, node: TreeNode, name: Uint8Array): Promise<void> {
-  if ((node.chunks?.length ?? 0) <= 1) {
-    await writeSmall(ctx, dirFd, node, name);
+/** Whether a regular file is written by the restore's writer (restore-write.ts): at most one chunk. */
+export function isSmall(node: TreeNode): boolean {
+  return (node.chunks?.length ?? 0) <= 1;
+}
+
+/**
+ * Creates the regular file as `name` in the directory, with its content, mode and mtime (not
+ * synced). A small file goes to the writer; a larger one needs the directory open here (`fd`).
+ */
+export async function writeFile(ctx: FileWriteContext, dir: EntryDir, node: TreeNode, name: Uint8Array): Promise<void> {
+  if (isSmall(node)) {
+    await writeSmall(ctx, dir, node, name);
     return;
   }
-  const at = atPath(dirFd, name);
+  const at = atPath(dir.fd, name);
   const fh = await open(at, CREATE_FLAGS, 0o600);
   try {
     await writeChunks(ctx, fh, node);
@@ -116,18 +132,18 @@ export async function writeFile(ctx: FileWriteContext, dirFd: number, node: Tree
 }
 
 /**
- * A file of at most one chunk (most files of a source tree): the worker that decodes its chunk
+ * A file of at most one chunk (most files of a source tree): the writer decodes its chunk and
  * writes it (restore-write.ts), with the other small files of the same run; an empty file, or
- * one whose chunk had to be read on its own, is written here.
+ * one whose chunk had to be read on its own, goes to the writer with its plaintext.
  */
-async function writeSmall(ctx: FileWriteContext, dirFd: number, node: TreeNode, name: Uint8Array): Promise<void> {
+async function writeSmall(ctx: FileWriteContext, dir: EntryDir, node: TreeNode, name: Uint8Array): Promise<void> {
   const { reader, progress, signal } = ctx;
   // A copy of its own: the name goes to a worker, and a view of Buffer's pool would be sent with the whole pool slab.
-  const file: SmallFile = { dirFd, name: new Uint8Array(name), mode: node.mode, mtime: seconds(node.mtimeNs) };
+  const file: SmallFile = { dirFd: dir.fd, made: dir.made, name: new Uint8Array(name), mode: node.mode, mtime: seconds(node.mtimeNs) };
   const id = node.chunks?.[0];
   if (id === undefined) {
     throwIfAborted(signal);
-    writeSmallFile(file, new Uint8Array(0));
+    await ctx.writeSmall(file, new Uint8Array(0));
     return;
   }
   const loc = await reader.locate(id);
@@ -136,7 +152,7 @@ async function writeSmall(ctx: FileWriteContext, dirFd: number, node: TreeNode, 
     const data = await reader.writeSmall(loc, file);
     if (data) {
       throwIfAborted(signal);
-      writeSmallFile(file, data);
+      await ctx.writeSmall(file, data);
     }
     progress.add(0, loc.rawLength);
   } finally {

@@ -11,9 +11,13 @@ import { atPath } from './source.ts';
  */
 export const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
-/** Where and how a small file is written: its directory's descriptor (held by the main thread), temp name, mode and mtime. */
+/**
+ * Where and how a small file is written: its directory (held open by the main thread as `dirFd`,
+ * or by the restore's writer as its number `made`, see worker.ts), its name, mode and mtime.
+ */
 export interface SmallFile {
   dirFd: number;
+  made?: number;
   name: Uint8Array;
   mode: number;
   /** Seconds since the epoch (fractional). */
@@ -38,9 +42,9 @@ const UMASK = (() => {
   }
 })();
 
-/** Writes `data` as the file; a failure removes what was created and is thrown (an errno error). */
-export function writeSmallFile(file: SmallFile, data: Uint8Array): void {
-  const path = atPath(file.dirFd, file.name);
+/** Writes `data` as the file in the directory open as `dirFd`; a failure removes what was created and is thrown (an errno error). */
+export function writeSmallFile(file: SmallFile, data: Uint8Array, dirFd: number): void {
+  const path = atPath(dirFd, file.name);
   const mode = restoredFileMode(file.mode);
   let fd = openSync(path, CREATE_FLAGS, mode & 0o777);
   try {

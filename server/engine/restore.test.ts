@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, readdir, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, readdir, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { backup, restore } from './index.ts';
@@ -203,4 +203,65 @@ it('never restores set-user-ID or set-group-ID bits: the restored file belongs t
   expect((await stat(join(out, 'small'))).mode & 0o7777).toBe(0o755);
   expect((await stat(join(out, 'large'))).mode & 0o7777).toBe(0o750);
   expect(await readFile(join(out, 'large'))).toEqual(await readFile(join(special, 'large')));
+});
+
+describe('directories made by the writer, in order with their files', () => {
+  it('restores a deep tree byte for byte: files before and after each subdirectory, empty files and directories, symlinks and multi-chunk files in made directories', async () => {
+    // 6 levels of 3 subdirectories each level down one branch, with files named to fall before
+    // ("a…") and after ("z…") the subdirectories in the walk: a directory's files reach the writer
+    // in messages before, with and after those that make its subdirectories.
+    const deep = join(dir, 'deep');
+    let at = deep;
+    for (let level = 0; level < 6; level++) {
+      await mkdir(at, { recursive: true });
+      for (let i = 0; i < 40; i++) await writeFile(join(at, `a${i}.txt`), `${level}/${i}\n`.repeat(1 + (i % 9)));
+      for (let i = 0; i < 40; i++) await writeFile(join(at, `z${i}.txt`), randomBytes(100 + i * 37));
+      await writeFile(join(at, 'empty'), '');
+      await mkdir(join(at, 'k-empty'));
+      await symlink('a1.txt', join(at, 'l-link'));
+      for (const side of ['m1', 'm2']) {
+        await mkdir(join(at, side, 'under'), { recursive: true });
+        await writeFile(join(at, side, 'under', 'f.txt'), `${side} ${level}\n`);
+        await utimes(join(at, side), 2_000_000 + level, 2_000_000 + level);
+      }
+      await chmod(join(at, 'm1'), 0o750);
+      if (level === 3) await writeFile(join(at, 'big.bin'), randomBytes(5 * 1024 * 1024)); // several chunks: opened by the main thread
+      at = join(at, 'm3');
+    }
+    const { snapshotId: id } = await backup(repo, { source: deep, compression: 'zstd', encryption: true, deduplication: true });
+    const out = join(dir, 'out-deep');
+    const result = await restore(repo, id, { target: out, overwrite: 'never' });
+    expect(result.warnings).toEqual({ count: 0, items: [] });
+    expect(result.filesRestored).toBe(6 * (80 + 1 + 1 + 2) + 1);
+    expect(await describeTree(out)).toEqual(await describeTree(deep));
+    expect((await readdir(out, { recursive: true })).filter((f) => f.includes('.restore-'))).toEqual([]);
+  }, 60_000);
+
+  it('a directory that cannot be made is reported once, not each entry under it, and nothing of it is shown', async () => {
+    const src2 = join(dir, 'src2');
+    await mkdir(join(src2, 'sub', 'inner', 'deeper'), { recursive: true });
+    await writeFile(join(src2, 'sub', 'a.txt'), 'a');
+    for (let i = 0; i < 5; i++) await writeFile(join(src2, 'sub', 'inner', `x${i}.txt`), `x${i}`);
+    await writeFile(join(src2, 'sub', 'inner', 'deeper', 'y.txt'), 'y');
+    await writeFile(join(src2, 'top.txt'), 'top');
+    const { snapshotId: id } = await backup(repo, { source: src2, compression: 'zstd', encryption: true, deduplication: true });
+    const out = join(dir, 'out-gone');
+    const result = await restore(repo, id, {
+      target: out,
+      overwrite: 'never',
+      beforeCreate: async (path, type) => {
+        // The directory made for `sub` is removed before `sub/inner` is made in it.
+        if (type === 'directory' && Buffer.from(path).toString() === 'sub/inner') {
+          const hidden = (await readdir(out)).filter((n) => n.startsWith('.restore-'));
+          expect(hidden).toHaveLength(1);
+          await rm(join(out, hidden[0]!), { recursive: true });
+        }
+      },
+    });
+    const reported = result.warnings.items.map((w) => Buffer.from(w.path).toString());
+    expect(reported).toContain('sub/inner');
+    expect(reported.filter((p) => p.startsWith('sub/inner/'))).toEqual([]);
+    expect(await describeTree(out)).toEqual({ 'top.txt': (await describeTree(src2))['top.txt'] });
+    expect(result.filesRestored).toBe(1);
+  });
 });

@@ -1,15 +1,17 @@
-import { closeSync, fstatSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, fstatSync, openSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathToText } from '../escaped-path.ts';
 import { ChunkReader } from './chunk-reader.ts';
 import { EngineError, cancellable, errnoCode, fromStorage, fromTargetFs, observed, throwIfAborted, whenAborted } from './errors.ts';
-import { WORKERS_BESIDE_MAIN, WorkerPool } from './pool.ts';
+import { WORKERS_BESIDE_MAIN, WRITE_BATCH_FILES, WorkerPool } from './pool.ts';
 import { ProgressReporter } from './progress.ts';
 import type { Repository } from './repository.ts';
 import { Commits } from './restore-commit.ts';
 import type { Tally } from './restore-commit.ts';
-import { existing, existingSync, newTemp, sameContent, tempName, writeFile, writeLink } from './restore-file.ts';
+import { existing, existingSync, isSmall, newTemp, sameContent, tempName, writeFile, writeLink } from './restore-file.ts';
+import type { EntryDir, FileWriteContext } from './restore-file.ts';
+import type { SmallFile } from './restore-write.ts';
 import { ALL, below, select } from './select.ts';
 import type { Selection } from './select.ts';
 import { childPath } from './snapshot.ts';
@@ -19,6 +21,7 @@ import { TreeCursor } from './tree.ts';
 import type { TreeNode } from './tree.ts';
 import type { Overwrite, Progress, Warnings } from './types.ts';
 import { WarningList } from './warnings.ts';
+import type { WriteResult } from './worker.ts';
 
 export interface RestoreOptions {
   target: string;
@@ -43,12 +46,42 @@ export interface RestoreResult {
 /**
  * Entries being written at once. Small files (one chunk or none) and symlinks cost a record and
  * their chunk while in flight (the chunk budget bounds the bytes), and many of them in flight are
- * what lets their reads be grouped into runs (run-reader.ts); a multi-chunk file also holds a
- * descriptor and its read-ahead, so fewer of those run at once.
+ * what lets their reads be grouped into runs (run-reader.ts); two of the writer's messages, so
+ * that it finds the next one queued (pool.ts). A multi-chunk file also holds a descriptor and its
+ * read-ahead, so fewer of those run at once.
  */
-const SMALL_IN_FLIGHT = 64;
+const SMALL_IN_FLIGHT = 2 * WRITE_BATCH_FILES;
 const LARGE_IN_FLIGHT = 16;
 const TYPE_NAMES = { f: 'file', d: 'directory', l: 'symlink' } as const;
+
+/**
+ * A directory of the restore as the walk sees it. One that was there is opened by the main thread
+ * at once. One the restore makes is made by the writer, in order with the files written into it
+ * (only one thread creates entries), while the walk goes on into it; the main thread opens it
+ * when the writer answers, checking it is the directory the writer made.
+ */
+class Dir implements EntryDir {
+  /** Open here; -1 until `ready`. */
+  fd = -1;
+  /** The writer's number for a directory it made (and holds open until released). */
+  made: number | undefined;
+  /** Resolves once `fd` is open; rejects with why the directory is not restored. */
+  ready: Promise<void> = Promise.resolve();
+  /** It could not be made or opened: its entries fail without a report each. */
+  failed = false;
+  /** Because one above it failed (reported there). */
+  above = false;
+
+  static opened(fd: number): Dir {
+    const dir = new Dir();
+    dir.fd = fd;
+    return dir;
+  }
+}
+
+function errnoError(error: { code: string; message: string }): Error {
+  return Object.assign(new Error(error.message), { code: error.code });
+}
 
 /** A counting semaphore whose waits end when the signal aborts. */
 class Slots {
@@ -107,6 +140,8 @@ class RestoreJob {
   private readonly signal: AbortSignal;
   private readonly halt: AbortController;
   private readonly reader: ChunkReader;
+  private readonly pool: WorkerPool;
+  private readonly files: FileWriteContext;
   private readonly stopWorkers: () => Promise<void>;
   private readonly progress: ProgressReporter;
   private readonly warnings = new WarningList();
@@ -129,8 +164,18 @@ class RestoreJob {
     this.signal = signal;
     this.halt = halt;
     this.reader = new ChunkReader(repo, pool, signal);
+    this.pool = pool;
     this.stopWorkers = () => pool.stopped();
     this.progress = new ProgressReporter(opts.onProgress);
+    this.files = {
+      reader: this.reader,
+      progress: this.progress,
+      signal,
+      writeSmall: async (file: SmallFile, data: Uint8Array) => {
+        const r = await pool.write({ op: 'file', file, data }, null, 1);
+        if (r && 'error' in r) throw errnoError(r.error);
+      },
+    };
   }
 
   /** A failure that ends the job: the first one is kept and everything else winds down. */
@@ -181,7 +226,7 @@ class RestoreJob {
       () => {},
     );
     try {
-      const done = await this.dir(fd, new Uint8Array(0), root.nodes, selection, created, false, null);
+      const done = await this.dir(Dir.opened(fd), new Uint8Array(0), root.nodes, selection, created, false, null);
       await done();
       if (!this.fatal && !this.signal.aborted) await this.commits.finish();
     } catch (err) {
@@ -251,36 +296,40 @@ class RestoreJob {
   }
 
   /**
-   * Restores the selected entries of one directory (open as `fd`, closed here once its subtree is
-   * done); returns once its work is scheduled. `created`: the restore made this directory, so
-   * nothing in it can be in the way. `meta`: the directory's own mode and times, applied last.
-   * `hidden`: the restore made it under a temp name in the directory open as `parentFd`; its
-   * entries get their real names, and it is shown under its own once they are durable.
+   * Restores the selected entries of one directory (closed here once its subtree is done);
+   * returns once its work is scheduled. `created`: the restore made this directory, so nothing in
+   * it can be in the way. `meta`: the directory's own mode and times, applied last. `hidden`: the
+   * restore made it under temp name number `temp` in `parent`; its entries get their real names,
+   * and it is shown under its own once they are durable.
    */
   private async dir(
-    fd: number,
+    dir: Dir,
     rel: Uint8Array,
     nodes: TreeNode[],
     selection: Selection,
     created: boolean,
     meta: TreeNode | false,
-    hidden: { parentFd: number; temp: number } | null,
+    hidden: { parent: Dir; temp: number } | null,
   ): Promise<() => Promise<void>> {
     const own: Promise<void>[] = [];
     const subdirs: Promise<void>[] = [];
     const tally: Tally = { files: 0, bytes: 0 };
     try {
       for (const node of nodes) {
-        if (this.signal.aborted) break;
+        if (this.signal.aborted || dir.failed) break;
         const sel = below(selection, node.name);
         if (sel === undefined) continue;
         const path = childPath(rel, node.name);
-        await this.opts.beforeCreate?.(path, TYPE_NAMES[node.type]);
+        if (this.opts.beforeCreate) {
+          await dir.ready.catch(() => {}); // the hook sees the directory the entry goes into
+          await this.opts.beforeCreate(path, TYPE_NAMES[node.type]);
+        }
         if (node.type === 'd') {
           const children = await this.trees.children(node);
-          const sub = this.openDir(fd, node, path, created);
+          const sub = this.openDir(dir, node, path, created);
           if (!sub) continue;
-          const done = await this.dir(sub.fd, path, children.nodes, sel, sub.created, sel === ALL ? node : false, sub.temp === null ? null : { parentFd: fd, temp: sub.temp });
+          const made = sub.made !== undefined;
+          const done = await this.dir(sub, path, children.nodes, sel, made, sel === ALL ? node : false, made ? { parent: dir, temp: sub.made! } : null);
           subdirs.push(observed(done()));
         } else if (sel === ALL) {
           const slots = (node.chunks?.length ?? 0) > 1 ? this.largeSlots : this.smallSlots;
@@ -289,7 +338,7 @@ class RestoreJob {
             slots.give();
             break;
           }
-          own.push(observed(this.entry(fd, node, path, created, hidden ? tally : null).finally(() => slots.give())));
+          own.push(observed(this.entry(dir, node, path, created, hidden ? tally : null).finally(() => slots.give())));
         }
       }
     } catch (err) {
@@ -297,53 +346,98 @@ class RestoreJob {
     }
     const finished = (async () => {
       await Promise.allSettled(own);
+      // Nothing more is written into it by the writer: its descriptor there is closed (in order, after the entries made in it).
+      if (dir.made !== undefined) void this.pool.write({ op: 'release', made: dir.made }).catch(() => {});
+      let there = true;
+      try {
+        await dir.ready;
+      } catch (err) {
+        there = false;
+        if (!dir.above && !this.signal.aborted) this.dirFailed(rel, err);
+        // What was written into it is not shown.
+        this.result.filesRestored -= tally.files;
+        this.result.sizeBytes -= tally.bytes;
+      }
       // Shown once its own entries are durable; before its parent's metadata, which the rename would change.
-      if (hidden && !this.signal.aborted) await this.commits.reveal(hidden.parentFd, hidden.temp, fd, rel, tally).catch((err: unknown) => this.stop(err));
+      if (there && hidden && !this.signal.aborted) await this.commits.reveal(hidden.parent.fd, hidden.temp, dir.fd, rel, tally).catch((err: unknown) => this.stop(err));
       await Promise.allSettled(subdirs);
       // Its metadata is applied, and it is closed, once the entries written into it are committed.
-      if (!this.signal.aborted) await this.commits.dirDone(fd, meta, rel).catch((err: unknown) => this.stop(err));
+      if (there && !this.signal.aborted) await this.commits.dirDone(dir.fd, meta, rel).catch((err: unknown) => this.stop(err));
     })();
     return () => finished;
   }
 
+  /** A directory that could not be made or opened: a warning when the target changed under the restore. */
+  private dirFailed(path: Uint8Array, err: unknown): void {
+    if (errnoCode(err) === 'ELOOP' || errnoCode(err) === 'ENOTDIR' || errnoCode(err) === 'EEXIST') {
+      this.warnings.add(path, 'replaced during the restore: its contents are not restored');
+    } else this.failed(path, err);
+  }
+
   /**
-   * Opens a directory that exists inside the one open as `parentFd`, or creates it there hidden
-   * under a temp name (`temp`, see `dir`); null when neither was possible (warning). Synchronous
-   * calls: two thread-pool round trips per directory cost more than the calls, and the walk would
-   * wait for them.
+   * Opens a directory that exists inside `parent` (synchronous calls: a thread-pool round trip
+   * each would hold up the walk), or has the writer make it there hidden under a temp name,
+   * whose number is its `made` (see `dir`); null when neither was possible (warning).
    */
-  private openDir(parentFd: number, node: TreeNode, path: Uint8Array, parentCreated: boolean): { fd: number; created: boolean; temp: number | null } | null {
-    let at = atPath(parentFd, node.name);
-    let temp: number | null = null;
+  private openDir(parent: Dir, node: TreeNode, path: Uint8Array, parentCreated: boolean): Dir | null {
+    if (parentCreated) return this.makeDir(parent);
     try {
-      const there = parentCreated ? null : existingSync(parentFd, node.name);
-      if (there && !there.isDirectory()) throw new EngineError('RESTORE_CONFLICT', `${pathToText(path)} exists and is not a directory`, { path: pathToText(path) });
-      if (!there) {
-        temp = newTemp();
-        at = atPath(parentFd, tempName(temp));
-        mkdirSync(at, { mode: 0o700 });
-      }
-      const fd = openSync(at, DIR_FLAGS);
+      const there = existingSync(parent.fd, node.name);
+      if (!there) return this.makeDir(parent);
+      if (!there.isDirectory()) throw new EngineError('RESTORE_CONFLICT', `${pathToText(path)} exists and is not a directory`, { path: pathToText(path) });
+      const fd = openSync(atPath(parent.fd, node.name), DIR_FLAGS);
       const st = fstatSync(fd);
       if (!st.isDirectory()) {
         closeSync(fd);
         throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
       }
       this.commits.opened(fd, st.dev);
-      return { fd, created: temp !== null, temp };
+      return Dir.opened(fd);
     } catch (err) {
-      if (errnoCode(err) === 'ELOOP' || errnoCode(err) === 'ENOTDIR' || errnoCode(err) === 'EEXIST') {
-        this.warnings.add(path, 'replaced during the restore: its contents are not restored');
-      } else this.failed(path, err);
+      this.dirFailed(path, err);
       return null;
     }
+  }
+
+  /** Has the writer make a directory in `parent` under a new temp name, and opens it here once made. */
+  private makeDir(parent: Dir): Dir {
+    const dir = new Dir();
+    const made = newTemp();
+    dir.made = made;
+    const name = tempName(made);
+    const asked = this.pool.write(parent.made === undefined ? { op: 'dir', made, parentFd: parent.fd, name } : { op: 'dir', made, parentFd: -1, parentMade: parent.made, name });
+    dir.ready = asked.then((r: WriteResult) => {
+      // The parent's own answer came first (in order): whether it is there is known.
+      if (parent.failed) {
+        dir.failed = dir.above = true;
+        throw new Error('its parent is not restored');
+      }
+      try {
+        if (r && 'error' in r) throw errnoError(r.error);
+        const { ino, dev } = r as { ino: number; dev: number };
+        const fd = openSync(atPath(parent.fd, name), DIR_FLAGS);
+        const st = fstatSync(fd);
+        if (st.ino !== ino || st.dev !== dev) {
+          closeSync(fd);
+          throw Object.assign(new Error('replaced during the restore'), { code: 'ENOTDIR' });
+        }
+        this.commits.opened(fd, st.dev);
+        dir.fd = fd;
+      } catch (err) {
+        dir.failed = true;
+        throw err;
+      }
+    });
+    dir.ready.catch(() => {}); // reported when its subtree is done
+    return dir;
   }
 
   /**
    * Restores one file or symlink, unless `overwrite` keeps what is there. In a hidden directory
    * (`tally`, which counts what it holds) under its real name, else under a temp name of its own.
    */
-  private async entry(dirFd: number, node: TreeNode, path: Uint8Array, parentCreated: boolean, tally: Tally | null): Promise<void> {
+  private async entry(dir: Dir, node: TreeNode, path: Uint8Array, parentCreated: boolean, tally: Tally | null): Promise<void> {
+    const dirFd = dir.fd; // open here when the restore did not make the directory
     try {
       const st = parentCreated ? null : await existing(dirFd, node.name);
       if (st) {
@@ -359,8 +453,10 @@ class RestoreJob {
       }
       const temp = tally ? null : newTemp();
       const name = temp === null ? node.name : tempName(temp);
-      if (node.type === 'l') await writeLink(dirFd, node, name);
-      else await writeFile({ reader: this.reader, progress: this.progress, signal: this.signal }, dirFd, node, name);
+      // What the writer does not write needs the directory open here.
+      if (node.type === 'l' || !isSmall(node)) await dir.ready;
+      if (node.type === 'l') await writeLink(dir.fd, node, name);
+      else await writeFile(this.files, dir, node, name);
       const size = node.type === 'f' ? node.size : 0;
       if (node.type === 'f') this.progress.add(1, 0);
       this.result.sizeBytes += size;
@@ -371,7 +467,7 @@ class RestoreJob {
         await this.commits.written();
       } else await this.commits.file(dirFd, temp!, path, size);
     } catch (err) {
-      this.failed(path, err);
+      if (!dir.failed) this.failed(path, err);
     }
   }
 }

@@ -1,6 +1,7 @@
 import type { BlobLocation } from './blob-table.ts';
 import type { BlobRef } from './blob.ts';
 import { EngineError } from './errors.ts';
+import { WRITE_BATCH_FILES } from './pool.ts';
 import type { SmallFile } from './restore-write.ts';
 
 /**
@@ -36,6 +37,8 @@ export interface RunDecoder {
 /** Blobs this far apart in a pack are still read in one load (the bytes between are read and dropped). */
 const GAP = 64 * 1024;
 const RUN_BYTES = 4 * 1024 * 1024;
+/** Nor more blobs than a restore's writer takes in one message (pool.ts), so that the next can wait queued. */
+const RUN_BLOBS = WRITE_BATCH_FILES;
 
 type Load = (loc: { pack: string; offset: number; length: number }) => Promise<Uint8Array>;
 
@@ -108,7 +111,7 @@ export class RunReader {
   }
 }
 
-/** Reads grouped by pack, in offset order, cut where blobs lie far apart or a run grows large. */
+/** Reads grouped by pack, in offset order, cut where blobs lie far apart or a run grows large or long. */
 function runs(batch: Pending[]): Pending[][] {
   batch.sort((a, b) => (a.loc.pack < b.loc.pack ? -1 : a.loc.pack > b.loc.pack ? 1 : a.loc.offset - b.loc.offset));
   const out: Pending[][] = [];
@@ -116,7 +119,7 @@ function runs(batch: Pending[]): Pending[][] {
   for (const p of batch) {
     const prev = run.at(-1)?.loc;
     const start = run[0]?.loc.offset ?? 0;
-    if (prev && (prev.pack !== p.loc.pack || p.loc.offset - (prev.offset + prev.length) > GAP || p.loc.offset + p.loc.length - start > RUN_BYTES)) {
+    if (prev && (prev.pack !== p.loc.pack || p.loc.offset - (prev.offset + prev.length) > GAP || p.loc.offset + p.loc.length - start > RUN_BYTES || run.length >= RUN_BLOBS)) {
       out.push(run);
       run = [];
     }
