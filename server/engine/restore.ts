@@ -71,6 +71,14 @@ class Dir implements EntryDir {
   failed = false;
   /** Because one above it failed (reported there). */
   above = false;
+  /** `ready` has settled. */
+  settled = true;
+
+  /** Waits until it is open here, or why not; `flush` sends its making to the writer if it still waits for files to go with. */
+  async opened(flush: () => void): Promise<void> {
+    if (!this.settled) flush();
+    await this.ready;
+  }
 
   static opened(fd: number): Dir {
     const dir = new Dir();
@@ -142,6 +150,7 @@ class RestoreJob {
   private readonly reader: ChunkReader;
   private readonly pool: WorkerPool;
   private readonly files: FileWriteContext;
+  private readonly flushWrites: () => void;
   private readonly stopWorkers: () => Promise<void>;
   private readonly progress: ProgressReporter;
   private readonly warnings = new WarningList();
@@ -165,6 +174,7 @@ class RestoreJob {
     this.halt = halt;
     this.reader = new ChunkReader(repo, pool, signal);
     this.pool = pool;
+    this.flushWrites = () => pool.flushWrites();
     this.stopWorkers = () => pool.stopped();
     this.progress = new ProgressReporter(opts.onProgress);
     this.files = {
@@ -321,7 +331,7 @@ class RestoreJob {
         if (sel === undefined) continue;
         const path = childPath(rel, node.name);
         if (this.opts.beforeCreate) {
-          await dir.ready.catch(() => {}); // the hook sees the directory the entry goes into
+          await dir.opened(this.flushWrites).catch(() => {}); // the hook sees the directory the entry goes into
           await this.opts.beforeCreate(path, TYPE_NAMES[node.type]);
         }
         if (node.type === 'd') {
@@ -350,7 +360,7 @@ class RestoreJob {
       if (dir.made !== undefined) void this.pool.write({ op: 'release', made: dir.made }).catch(() => {});
       let there = true;
       try {
-        await dir.ready;
+        await dir.opened(this.flushWrites);
       } catch (err) {
         there = false;
         if (!dir.above && !this.signal.aborted) this.dirFailed(rel, err);
@@ -402,6 +412,7 @@ class RestoreJob {
   /** Has the writer make a directory in `parent` under a new temp name, and opens it here once made. */
   private makeDir(parent: Dir): Dir {
     const dir = new Dir();
+    dir.settled = false;
     const made = newTemp();
     dir.made = made;
     const name = tempName(made);
@@ -428,7 +439,10 @@ class RestoreJob {
         throw err;
       }
     });
-    dir.ready.catch(() => {}); // reported when its subtree is done
+    dir.ready.then(
+      () => (dir.settled = true),
+      () => (dir.settled = true), // reported when its subtree is done
+    );
     return dir;
   }
 
@@ -454,7 +468,7 @@ class RestoreJob {
       const temp = tally ? null : newTemp();
       const name = temp === null ? node.name : tempName(temp);
       // What the writer does not write needs the directory open here.
-      if (node.type === 'l' || !isSmall(node)) await dir.ready;
+      if (node.type === 'l' || !isSmall(node)) await dir.opened(this.flushWrites);
       if (node.type === 'l') await writeLink(dir.fd, node, name);
       else await writeFile(this.files, dir, node, name);
       const size = node.type === 'f' ? node.size : 0;
