@@ -6,6 +6,7 @@ import type { MasterKey } from './crypto.ts';
 import { EngineError } from './errors.ts';
 import type { CompressionCode } from './types.ts';
 import type { DecodedRun, RunBlob } from './run-reader.ts';
+import { WRITE_BATCH_FILES } from './restore-write.ts';
 import type { DirListing, DirRequest, FileBatch, SourceFile, SourceFileResult, WorkerRequest, WriteAt, WriteOp, WriteResult } from './worker.ts';
 
 /**
@@ -50,12 +51,6 @@ export const WORKERS_BESIDE_MAIN = Math.min(Math.max(availableParallelism() - 1,
 
 const BATCH_BYTES = 1 << 20;
 const BATCH_ITEMS = 256;
-/**
- * A restore's writer gets its small files in messages of at most this many, with twice as many
- * in flight (restore.ts): the next message is already queued when it finishes one, instead of
- * idling while the main thread turns its answer into the next.
- */
-export const WRITE_BATCH_FILES = 64;
 /** A worker that keeps dying is not replaced beyond this. */
 const MAX_RESPAWNS = 10;
 

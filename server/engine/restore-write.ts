@@ -2,6 +2,13 @@ import { closeSync, constants, fchmodSync, futimesSync, openSync, readFileSync, 
 import { atPath } from './source.ts';
 
 /**
+ * A restore's writer gets its small files in messages of at most this many, with twice as many
+ * in flight (restore.ts): the next message is already queued when it finishes one, instead of
+ * idling while the main thread turns its answer into the next.
+ */
+export const WRITE_BATCH_FILES = 64;
+
+/**
  * Creating one small restored file (at most one chunk) under its temp name, through the handle
  * of its directory: O_CREAT|O_EXCL|O_NOFOLLOW with its mode, one write, fchmod only when the
  * umask took bits away, futimes on its own descriptor, close. Synchronous calls: the worker

@@ -1,8 +1,7 @@
 import type { BlobLocation } from './blob-table.ts';
 import type { BlobRef } from './blob.ts';
 import { EngineError } from './errors.ts';
-import { WRITE_BATCH_FILES } from './pool.ts';
-import type { SmallFile } from './restore-write.ts';
+import { WRITE_BATCH_FILES, type SmallFile } from './restore-write.ts';
 
 /**
  * Reads small blobs (a small file's single chunk) in runs: the reads asked for within one turn
@@ -37,7 +36,7 @@ export interface RunDecoder {
 /** Blobs this far apart in a pack are still read in one load (the bytes between are read and dropped). */
 const GAP = 64 * 1024;
 const RUN_BYTES = 4 * 1024 * 1024;
-/** Nor more blobs than a restore's writer takes in one message (pool.ts), so that the next can wait queued. */
+/** Nor more blobs than a restore's writer takes in one message (restore-write.ts), so that the next can wait queued. */
 const RUN_BLOBS = WRITE_BATCH_FILES;
 
 type Load = (loc: { pack: string; offset: number; length: number }) => Promise<Uint8Array>;
