@@ -25,8 +25,13 @@ export interface Scan {
 
 /** The thread's name (as the system shows it: /proc/<pid>/task/<tid>/comm). */
 export const SCAN_THREAD = 'backup-scan';
-const KEEP_BYTES = 4 * 1024 * 1024;
-const KEEP_MS = 10_000;
+/**
+ * Enough for the listings of a few hundred thousand entries, and for a backup that reaches a
+ * directory a minute after the scan listed it: with 4 MB and 10 s, a full backup of a million
+ * small files listed most directories a second time in its one worker, its busiest thread.
+ */
+const KEEP_BYTES = 64 * 1024 * 1024;
+const KEEP_MS = 60_000;
 
 export function startScan(root: string, onTotals: (files: number, bytes: number) => void): Scan {
   // Its objects live for one directory: a small young generation keeps its memory to a few MB.
