@@ -31,6 +31,22 @@ export function errnoCode(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | undefined)?.code;
 }
 
+/** A system error as a worker posts it (errors do not cross threads with their code). */
+export interface PostedErrno {
+  code: string;
+  message: string;
+  errno: true;
+}
+
+export function postedErrno(err: unknown): PostedErrno {
+  return { code: errnoCode(err) ?? 'EIO', message: (err as Error).message, errno: true };
+}
+
+/** The error a worker posted, as the system error it was (its `code` kept). */
+export function fromPostedErrno(error: { code: string; message: string }): Error {
+  return Object.assign(new Error(error.message), { code: error.code });
+}
+
 /** A promise kept to be settled later: its failure is read then, not reported as unhandled meanwhile. */
 export function observed<T>(p: Promise<T>): Promise<T> {
   p.catch(() => {});

@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { workerEnv } from '../compile-cache.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
 import type { MasterKey } from './crypto.ts';
-import { EngineError } from './errors.ts';
+import { EngineError, fromPostedErrno } from './errors.ts';
 import type { CompressionCode } from './types.ts';
 import type { DecodedRun, RunBlob } from './run-reader.ts';
 import { WRITE_BATCH_FILES } from './restore-write.ts';
@@ -193,7 +193,7 @@ export class WorkerPool {
     const result = (await this.enqueue('d', write ? { ref: blob, data: owned, write } : { ref: blob, data: owned }, owned.buffer as ArrayBuffer, owned.length, (items, transfer) =>
       this.post((seq) => ({ type: 'decode', seq, items: items as { ref: BlobRef; data: Uint8Array; write?: WriteAt }[] }), transfer, transfer.reduce((n, b) => n + b.byteLength, 0)),
     )) as { data?: Uint8Array; error?: { code: string; message: string; errno?: boolean } };
-    if (result.error?.errno) throw Object.assign(new Error(result.error.message), { code: result.error.code });
+    if (result.error?.errno) throw fromPostedErrno(result.error);
     if (result.error) throw new EngineError(result.error.code, result.error.message, { chunk: Buffer.from(blob.id).toString('hex') });
     return result.data;
   }

@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pathToText } from '../escaped-path.ts';
 import { ChunkReader } from './chunk-reader.ts';
-import { EngineError, cancellable, errnoCode, fromStorage, fromTargetFs, observed, throwIfAborted, whenAborted } from './errors.ts';
+import { EngineError, cancellable, errnoCode, fromPostedErrno, fromStorage, fromTargetFs, observed, throwIfAborted, whenAborted } from './errors.ts';
 import { WORKERS_BESIDE_MAIN, WorkerPool } from './pool.ts';
 import { ProgressReporter } from './progress.ts';
 import type { Repository } from './repository.ts';
@@ -85,10 +85,6 @@ class Dir implements EntryDir {
     dir.fd = fd;
     return dir;
   }
-}
-
-function errnoError(error: { code: string; message: string }): Error {
-  return Object.assign(new Error(error.message), { code: error.code });
 }
 
 /** A counting semaphore whose waits end when the signal aborts. */
@@ -183,7 +179,7 @@ class RestoreJob {
       signal,
       writeSmall: async (file: SmallFile, data: Uint8Array) => {
         const r = await pool.write({ op: 'file', file, data }, null, 1);
-        if (r && 'error' in r) throw errnoError(r.error);
+        if (r && 'error' in r) throw fromPostedErrno(r.error);
       },
     };
   }
@@ -424,7 +420,7 @@ class RestoreJob {
         throw new Error('its parent is not restored');
       }
       try {
-        if (r && 'error' in r) throw errnoError(r.error);
+        if (r && 'error' in r) throw fromPostedErrno(r.error);
         const { ino, dev } = r as { ino: number; dev: number };
         const fd = openSync(atPath(parent.fd, name), DIR_FLAGS);
         const st = fstatSync(fd);

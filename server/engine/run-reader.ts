@@ -1,6 +1,6 @@
 import type { BlobLocation } from './blob-table.ts';
 import type { BlobRef } from './blob.ts';
-import { EngineError } from './errors.ts';
+import { EngineError, fromPostedErrno } from './errors.ts';
 import { WRITE_BATCH_FILES, type SmallFile } from './restore-write.ts';
 
 /**
@@ -96,7 +96,7 @@ export class RunReader {
       const decoded = await this.pool.decodeRun(blobs, data);
       run.forEach((p, i) => {
         const error = decoded.errors[i];
-        if (error?.errno) p.reject(Object.assign(new Error(error.message), { code: error.code }));
+        if (error?.errno) p.reject(fromPostedErrno(error));
         else if (error) p.reject(new EngineError(error.code, error.message, { chunk: Buffer.from(p.loc.id).toString('hex') }));
         else p.resolve(p.file ? null : decoded.data.subarray(i === 0 ? 0 : decoded.ends[i - 1], decoded.ends[i]));
       });

@@ -4,7 +4,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { decodeBlob, encodeBlob } from './blob.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
 import type { BlobKeys } from './crypto.ts';
-import { EngineError } from './errors.ts';
+import { EngineError, postedErrno } from './errors.ts';
+import type { PostedErrno } from './errors.ts';
 import { collector, releasePrivate } from './release.ts';
 import { listDirectory } from './listing.ts';
 import { DIR_FLAGS, FILE_FLAGS, atPath, changedSinceWalk, openFailure } from './source.ts';
@@ -149,7 +150,7 @@ function decodeRun(blobs: RunBlob[], data: Uint8Array): DecodedRun {
         writeSmallFile(b.file, plain, dirOf(b.file));
         errors.push(null);
       } catch (err) {
-        errors.push({ code: (err as NodeJS.ErrnoException).code ?? 'EIO', message: (err as Error).message, errno: true });
+        errors.push(postedErrno(err));
       }
       if (plain.buffer !== data.buffer) releasePrivate(plain);
       plains.push(null);
@@ -220,8 +221,8 @@ function dirOf(file: SmallFile): number {
   return file.made === undefined ? file.dirFd : madeDir(file.made);
 }
 
-function errnoResult(err: unknown): { error: { code: string; message: string; errno: true } } {
-  return { error: { code: (err as NodeJS.ErrnoException).code ?? 'EIO', message: (err as Error).message, errno: true } };
+function errnoResult(err: unknown): { error: PostedErrno } {
+  return { error: postedErrno(err) };
 }
 
 function writeOp(op: WriteOp, transfer: ArrayBuffer[]): WriteResult {
@@ -320,7 +321,7 @@ function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer
               for (let off = 0; off < plain.length; ) off += writeSync(write.fd, plain, off, plain.length - off, write.position + off);
               return { written: true };
             } catch (err) {
-              return { error: { code: (err as NodeJS.ErrnoException).code ?? 'EIO', message: (err as Error).message, errno: true } };
+              return errnoResult(err);
             } finally {
               if (plain.buffer !== data.buffer) releasePrivate(plain);
               releasePrivate(data);
