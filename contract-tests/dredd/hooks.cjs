@@ -26,7 +26,7 @@ const BASE = env.CONTRACT_BACKUP_BASE; // e.g. http://127.0.0.1:1234/api/v1 (fix
 const RESULTS = env.CONTRACT_RESULTS;
 const ROOT = env.CONTRACT_ALLOWED_ROOT || '/tmp';
 const SOURCE = env.CONTRACT_SOURCE || '/tmp';
-// A source big enough (tens of MiB) that a backup of it is still running when cancelled.
+// A source whose backup runs until cancelled (a 256 GiB sparse file).
 const BIG = env.CONTRACT_BIG_SOURCE || SOURCE;
 const SITE = env.CONTRACT_SITE || 'http://127.0.0.1:9';
 const RUN = Date.now().toString(36);

@@ -38,7 +38,8 @@ export async function fuzzCheck(ctx: Context, server: ServerHandle, name = 'fuzz
   const backupIds: string[] = [];
   for (const source of [server.source, `${server.source}/docs`]) {
     const res = await setup.call('backup', 'POST', '/backup', { body: { source }, expect: 202 });
-    const id = String(Session.data(res)?.['id']);
+    const id = Session.data(res)?.['id'];
+    if (typeof id !== 'string') return { name, ok: false, summary: 'fixture setup failed', failures: setup.failures };
     await setup.waitJob('backup', id);
     backupIds.push(id);
   }

@@ -79,6 +79,7 @@ export class Session {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const res = await this.call('backup', 'GET', `/${kind}/${id}`, { expect: 200 });
+      if (res.status !== 200) throw new Error(`${kind} ${id} cannot be followed: ${res.status} ${res.text.slice(0, 300)}`);
       const data = Session.data(res);
       const status = data?.['status'];
       if (data && typeof status === 'string' && !['queued', 'running'].includes(status)) return data;

@@ -4,8 +4,7 @@
  * and a loopback website for check-site to probe.
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, writeFileSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,7 +28,7 @@ export interface ServerHandle {
   /** The allowed root; `source` holds the fixture tree, restores go under it too. */
   allowedRoot: string;
   source: string;
-  /** A 32 MiB tree whose backup takes long enough to be cancelled while it runs. */
+  /** A tree whose backup runs until cancelled (a 256 GiB sparse file). */
   bigSource: string;
   dataDir: string;
   logFile: string;
@@ -53,8 +52,11 @@ function writeFixtures(source: string): void {
 
 function writeBigFixture(dir: string): void {
   mkdirSync(dir, { recursive: true });
-  // Incompressible, so neither compression nor dedup makes the backup instant.
-  for (let i = 0; i < 4; i++) writeFileSync(join(dir, `random-${i}.bin`), randomBytes(8 * 1024 * 1024));
+  // 256 GiB of holes (no disk): a backup of it is still running when a flow cancels it, however
+  // fast the machine or slow the requests.
+  const file = join(dir, 'sparse.bin');
+  writeFileSync(file, '');
+  truncateSync(file, 256 * 1024 ** 3);
 }
 
 /**

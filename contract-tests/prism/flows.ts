@@ -159,6 +159,7 @@ export async function lifecycleFlows(s: Session, env: FlowEnv): Promise<{ backup
   await s.call('backup', 'POST', `/maintenance/${waitingId}/cancel`, { expect: 202 });
   await s.waitJob('maintenance', waitingId);
   await s.call('backup', 'POST', `/maintenance/${waitingId}/cancel`, { expect: 409 });
+  await s.call('backup', 'POST', `/backup/${runningId}/cancel`, { expect: 202 });
   await s.waitJob('backup', runningId);
   await s.call('backup', 'DELETE', `/backup/${doomedId}`, { expect: 200 });
   await s.call('backup', 'DELETE', `/backup/${doomedId}`, { expect: 404 });
@@ -183,7 +184,10 @@ export async function lifecycleFlows(s: Session, env: FlowEnv): Promise<{ backup
   await s.call('backup', 'GET', `/maintenance/${MISSING_MAINTENANCE}`, { expect: 404 });
   await s.call('backup', 'GET', '/maintenance/mnt_malformed', { expect: 400 });
   await s.call('backup', 'POST', `/maintenance/${MISSING_MAINTENANCE}/cancel`, { expect: 404 });
-  return { backupId: runningId };
+  const kept = await s.call('backup', 'POST', '/backup', { headers: { Prefer: 'wait=25' }, body: { source: join(env.source, 'docs') }, expect: 202 });
+  const keptId = id(kept);
+  await s.waitJob('backup', keptId);
+  return { backupId: keptId };
 }
 
 export async function toolsFlows(s: Session, env: FlowEnv): Promise<void> {

@@ -41,7 +41,9 @@ export async function selfTestCheck(base: Context): Promise<CheckResult> {
       const server = await startServer(`self-test-${tamper}-${check}`, { BACKUP_BOOTSTRAP_PLAN: 'free_trial', TRUST_PROXY: 'loopback' });
       const proxy = await startTamperProxy(server.origin, tamper);
       try {
-        const result = await RUNNERS[check]!(ctx, { ...server, origin: proxy.origin, backupBase: `${proxy.origin}/api/v1` }, `tampered-${tamper}-${check}`);
+        const result = await RUNNERS[check]!(ctx, { ...server, origin: proxy.origin, backupBase: `${proxy.origin}/api/v1` }, `tampered-${tamper}-${check}`).catch(
+          (err: Error): CheckResult => ({ name: check, ok: false, summary: 'crashed', failures: [`crashed: ${err.message}`] }),
+        );
         const text = result.failures.join('\n');
         if (result.ok) failures.push(`${check} passed although every answer had "${tamper}" applied (${proxy.altered()} altered)`);
         else if (!evidence.test(text)) failures.push(`${check} failed under "${tamper}" but not for it: ${result.failures[0]?.slice(0, 300)}`);
