@@ -180,3 +180,32 @@ it('with the windows of a packing, fetches the two packs after the three a resto
   for (const name of ['e', 'f', 'g']) await check(name, 0, packBytes);
   expect(fetches).toHaveLength(7);
 });
+
+it('answers a read with its own bytes when its window is dropped and its buffer filled again before the read is taken', async () => {
+  const objects = new Map(['a', 'b', 'c'].map((n) => [n, randomBytes(4 * MiB - 4096)]));
+  // The bytes come in the fetch's first step, before it awaits anything: a new window is filled at once.
+  const cache = new RangeCache(
+    async (name, offset, length, sink) => {
+      const part = objects.get(name)!.subarray(offset, offset + length);
+      sink.size(part.length);
+      sink.data(part);
+    },
+    { windowBytes: 4 * MiB, maxBytes: 4 * MiB, maxRange: 4 * MiB },
+  );
+  const same = (got: Uint8Array, name: string, offset: number) => Buffer.from(got).equals(objects.get(name)!.subarray(offset, offset + got.length));
+  expect(same(await cache.read('a', 0, 1000)!, 'a', 0)).toBe(true);
+  // Answered from a's window at once; b's window then drops a's, and c's is filled before a's answer is taken.
+  const reads = [cache.read('a', MiB, 64 * 1024)!, cache.read('b', MiB, 64 * 1024)!, cache.read('c', MiB, 64 * 1024)!];
+  const [a, b, c] = await Promise.all(reads);
+  expect(same(a!, 'a', MiB)).toBe(true);
+  expect(same(b!, 'b', MiB)).toBe(true);
+  expect(same(c!, 'c', MiB)).toBe(true);
+  // Windows dropped and refilled over and over: every answer is its own object's bytes.
+  for (let round = 0; round < 20; round++) {
+    const name = ['a', 'b', 'c'][round % 3]!;
+    const offset = (round % 4) * 512 * 1024;
+    const got = await Promise.all([cache.read(name, offset, 4096) ?? Promise.resolve(null), cache.read(['a', 'b', 'c'][(round + 1) % 3]!, offset, 4096) ?? Promise.resolve(null)]);
+    if (got[0]) expect(same(got[0], name, offset)).toBe(true);
+    if (got[1]) expect(same(got[1], ['a', 'b', 'c'][(round + 1) % 3]!, offset)).toBe(true);
+  }
+});

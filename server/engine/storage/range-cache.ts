@@ -50,6 +50,9 @@ function windowKey(name: string, start: number, size: number): string {
 /** How many windows before the furthest one read are still taken as being read (a restore reads from a few packs at once). */
 const BEHIND = 3;
 
+/** Buffers of dropped windows kept for the next ones (each up to a pack resident). */
+const SPARE_WINDOWS = 1;
+
 /** Announced ranges of a dropped window this close together are kept as one (a restore reads nearby small blobs in one run). */
 const KEPT_GAP = 64 * 1024;
 
@@ -86,13 +89,20 @@ class Window {
   readonly finished: Promise<void>;
 
   /** `sized` is told how many bytes the window holds, once the store has said. */
-  constructor(name: string, start: number, held: number, fetch: (sink: FetchSink) => Promise<void>, sized: (window: Window, bytes: number) => void) {
+  constructor(
+    name: string,
+    start: number,
+    held: number,
+    fetch: (sink: FetchSink) => Promise<void>,
+    sized: (window: Window, bytes: number) => void,
+    allocate: (bytes: number) => Uint8Array,
+  ) {
     this.name = name;
     this.start = start;
     this.held = held;
     this.finished = fetch({
       size: (bytes) => {
-        this.bytes = new Uint8Array(bytes);
+        this.bytes = allocate(bytes);
         sized(this, bytes);
       },
       data: (chunk) => {
@@ -111,6 +121,11 @@ class Window {
         this.wake();
       },
     );
+  }
+
+  /** The buffer its bytes are received into (null before the store said how many come). */
+  get buffer(): ArrayBuffer | null {
+    return (this.bytes?.buffer as ArrayBuffer | undefined) ?? null;
   }
 
   /** The bytes in so far. */
@@ -158,6 +173,8 @@ export class RangeCache {
   /** By object: ranges of dropped windows kept for announced reads (`keptBytes`), and their bytes in all. */
   private readonly kept = new Map<string, Kept[]>();
   private keptHeld = 0;
+  /** Buffers of dropped windows, each a window's size, for the next windows (see `allocate`). */
+  private readonly spare: ArrayBuffer[] = [];
 
   constructor(fetch: FetchInto, options: RangeCacheOptions) {
     this.fetch = fetch;
@@ -356,6 +373,33 @@ export class RangeCache {
     }
     this.windows.delete(key);
     this.held -= window.held;
+    this.recycle(window);
+  }
+
+  /**
+   * A window's buffer: a dropped window's when one is spare, else a new one of a full window's
+   * size when most of one is coming (its pages past `bytes` are never touched, so never
+   * resident). Each new buffer of a pack's size was zeroed and faulted in page by page, then
+   * left to the collector, whose external-memory accounting it pushed toward a full collection.
+   */
+  private allocate(bytes: number): Uint8Array {
+    const size = this.options.windowBytes;
+    const i = this.spare.findIndex((b) => b.byteLength >= bytes);
+    if (i >= 0) return new Uint8Array(this.spare.splice(i, 1)[0]!, 0, bytes);
+    return bytes > size / 2 && bytes <= size ? new Uint8Array(new ArrayBuffer(size), 0, bytes) : new Uint8Array(bytes);
+  }
+
+  /**
+   * Keeps the buffer of a window fetched in full for a later one, once the reads it answered
+   * have copied their bytes out (each copies as soon as it is answered, within the same turn of
+   * the event loop). A window still being fetched is not reused: bytes may still come into it.
+   */
+  private recycle(window: Window): void {
+    const buffer = window.buffer;
+    if (!window.done || !buffer || buffer.byteLength !== this.options.windowBytes) return;
+    setImmediate(() => {
+      if (this.spare.length < SPARE_WINDOWS) this.spare.push(buffer);
+    });
   }
 
   private window(name: string, start: number, size: number): Window {
@@ -375,6 +419,7 @@ export class RangeCache {
         if (this.windows.get(key) === w) this.held += bytes - w.held;
         w.held = bytes;
       },
+      (bytes) => this.allocate(bytes),
     );
     this.windows.set(key, window);
     this.held += window.held;
