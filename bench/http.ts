@@ -11,16 +11,19 @@
 // other section of that file as it is.
 //   BENCH_SECONDS (default 10) per run, BENCH_CONNECTIONS (default 10), BENCH_ROUNDS (default 3),
 //   BENCH_DOC (default docs/performance.md), BENCH_ROUTES (only the routes whose name contains it,
-//   e.g. `backup`; all by default).
+//   e.g. `backup`; all by default), BENCH_AGAINST (another checkout, say main: its servers of the
+//   configurations "validation on", "metrics off" and "HTTPS" join every round, side by side),
+//   BENCH_PROFILE (a directory: each measured server writes a CPU profile there, `--cpu-prof`).
 //
 // The app runs in a child process (`node bench/http.ts --serve`), built by createApp() from the
 // same environment as `npm start`, with every rate limit raised a million-fold rather than
 // switched off, so that the limiter's bookkeeping and headers stay in the measured path.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpsRequest } from 'node:https';
+import type { TLSSocket } from 'node:tls';
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { RateLimitStore } from '../server/ratelimit/store.ts';
 import { createCa, issueCertificate } from '../scripts/dev-cert/pki.ts';
 import { freePort } from '../server/testing/services/ports.ts';
@@ -62,17 +65,23 @@ async function serve(): Promise<void> {
   });
 }
 
-function start(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [...NODE_FLAGS, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+const PROFILE = process.env.BENCH_PROFILE;
+const AGAINST = process.env.BENCH_AGAINST;
+
+function start(args: string[], env: Record<string, string>, profile?: string): ChildProcess {
+  const prof = PROFILE && profile ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, profile)}`] : [];
+  return spawn(process.execPath, [...NODE_FLAGS, ...prof, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 /** GET over TLS, trusting `ca` (fetch cannot be given a CA). */
-function httpsGet(url: string, ca: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+function httpsGet(url: string, ca: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any; cipher: string }> {
   return new Promise((resolve, reject) => {
     httpsRequest(url, { ca, headers, agent: false }, (res) => {
+      const socket = res.socket as TLSSocket;
+      const cipher = `${socket.getProtocol() ?? '?'} ${socket.getCipher().standardName}, ${(socket.getEphemeralKeyInfo() as { name?: string } | null)?.name ?? '?'}`;
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text), cipher }));
     })
       .on('error', reject)
       .end();
@@ -99,13 +108,16 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-type Run = Result & { cpuPerRequest: number };
+type Run = Result & { cpuPerRequest: number; clientCpuPerRequest: number };
 
 async function load(url: string, headers: Record<string, string>, duration: number, pid: number): Promise<Run> {
   const before = cpuMicros(pid);
+  const client = process.cpuUsage();
   const r = await autocannon({ url, headers, connections: CONNECTIONS, duration });
+  const used = process.cpuUsage(client);
   if (r.non2xx || r.errors || r.timeouts) throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
-  return { ...r, cpuPerRequest: (cpuMicros(pid) - before) / Math.max(1, r.requests.total) };
+  const n = Math.max(1, r.requests.total);
+  return { ...r, cpuPerRequest: (cpuMicros(pid) - before) / n, clientCpuPerRequest: (used.user + used.system) / n };
 }
 
 async function json(url: string, init?: RequestInit): Promise<{ status: number; body: any }> {
@@ -129,7 +141,7 @@ async function main(): Promise<void> {
     BACKUP_BOOTSTRAP_PLAN: 'business',
     LOG_LEVEL: 'info',
   };
-  const ports = { setup: await freePort(), on: await freePort(), metricsOff: await freePort(), off: await freePort(), bare: await freePort(), tls: await freePort() };
+  const ports = { setup: await freePort(), bare: await freePort() };
   // Every server but the metrics-off one serves /metrics, each on its own port.
   const metricsPort = async (): Promise<string> => String(await freePort());
   const onMetrics = await metricsPort();
@@ -169,34 +181,44 @@ async function main(): Promise<void> {
       cpSync(env.DATA_DIR, join(SCRATCH, name), { recursive: true });
       return join(SCRATCH, name);
     };
-    children.push(start([self, '--serve'], { ...env, DATA_DIR: copy('data-on'), PORT: String(ports.on), VALIDATE_RESPONSES: 'true', METRICS_PORT: onMetrics }));
-    children.push(start([self, '--serve'], { ...env, DATA_DIR: copy('data-metrics-off'), PORT: String(ports.metricsOff), VALIDATE_RESPONSES: 'true', METRICS_PORT: '0' }));
-    children.push(start([self, '--serve'], { ...env, DATA_DIR: copy('data-off'), PORT: String(ports.off), VALIDATE_RESPONSES: 'false', METRICS_PORT: await metricsPort() }));
-    children.push(start([join(ROOT, 'bench', 'http-bare.ts')], { PORT: String(ports.bare), BARE_BODIES: join(SCRATCH, 'bodies.json') }));
-    children.push(start([self, '--serve'], { ...env, DATA_DIR: copy('data-tls'), PORT: String(ports.tls), VALIDATE_RESPONSES: 'true', TLS_CERT_FILE: cert.cert, TLS_KEY_FILE: cert.key, METRICS_PORT: await metricsPort() }));
-    await waitReady(`http://127.0.0.1:${ports.on}/api/v1/status`);
-    await waitReady(`http://127.0.0.1:${ports.metricsOff}/api/v1/status`);
-    await waitReady(`http://127.0.0.1:${ports.off}/api/v1/status`);
-    await waitReady(`http://127.0.0.1:${ports.bare}/api/tools/ip-info`);
-    await waitReady(`https://127.0.0.1:${ports.tls}/api/v1/status`, caPem);
+    type Config = { label: string; origin: string; pid: number };
+    const configs: Config[] = [];
+    const serveFrom = async (label: string, checkout: string, tag: string, extra: Record<string, string>, metrics: string | undefined, tls: boolean): Promise<void> => {
+      const port = await freePort();
+      const child = start([join(checkout, 'bench', 'http.ts'), '--serve'], { ...env, DATA_DIR: copy(`data-${tag}`), PORT: String(port), METRICS_PORT: metrics ?? String(await freePort()), ...extra, ...(tls ? { TLS_CERT_FILE: cert.cert, TLS_KEY_FILE: cert.key } : {}) }, tag);
+      children.push(child);
+      configs.push({ label, origin: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`, pid: child.pid! });
+    };
+    await serveFrom('validation on', ROOT, 'on', { VALIDATE_RESPONSES: 'true' }, onMetrics, false);
+    await serveFrom('metrics off', ROOT, 'metrics-off', { VALIDATE_RESPONSES: 'true' }, '0', false);
+    await serveFrom('validation off', ROOT, 'off', { VALIDATE_RESPONSES: 'false' }, undefined, false);
+    const bare = start([join(ROOT, 'bench', 'http-bare.ts')], { PORT: String(ports.bare), BARE_BODIES: join(SCRATCH, 'bodies.json') }, 'bare');
+    children.push(bare);
+    configs.push({ label: 'bare Express', origin: `http://127.0.0.1:${ports.bare}`, pid: bare.pid! });
+    await serveFrom('HTTPS, validation on', ROOT, 'tls', { VALIDATE_RESPONSES: 'true' }, undefined, true);
+    // The same three configurations served by another checkout, side by side in the same rounds.
+    const against = AGAINST ? ` @${basename(AGAINST)}` : '';
+    if (AGAINST) {
+      await serveFrom(`validation on${against}`, AGAINST, 'on-against', { VALIDATE_RESPONSES: 'true' }, undefined, false);
+      await serveFrom(`metrics off${against}`, AGAINST, 'metrics-off-against', { VALIDATE_RESPONSES: 'true' }, '0', false);
+      await serveFrom(`HTTPS, validation on${against}`, AGAINST, 'tls-against', { VALIDATE_RESPONSES: 'true' }, undefined, true);
+    }
+    for (const c of configs) {
+      if (c.label === 'bare Express') await waitReady(`${c.origin}/api/tools/ip-info`);
+      else await waitReady(`${c.origin}/api/v1/status`, c.origin.startsWith('https:') ? caPem : undefined);
+    }
 
-    const [onChild, metricsOffChild, offChild, bareChild, tlsChild] = children.map((c) => c.pid!);
-    const configs = [
-      { label: 'validation on', origin: `http://127.0.0.1:${ports.on}`, pid: onChild! },
-      { label: 'metrics off', origin: `http://127.0.0.1:${ports.metricsOff}`, pid: metricsOffChild! },
-      { label: 'validation off', origin: `http://127.0.0.1:${ports.off}`, pid: offChild! },
-      { label: 'bare Express', origin: `http://127.0.0.1:${ports.bare}`, pid: bareChild! },
-      { label: 'HTTPS, validation on', origin: `https://127.0.0.1:${ports.tls}`, pid: tlsChild! },
-    ];
     const allRoutes = [
       { name: 'GET /api/v1/backup/{id}', path: `/api/v1/backup/${id}`, headers: auth },
       { name: 'GET /api/tools/ip-info', path: '/api/tools/ip-info', headers: {} },
     ];
     const routes = allRoutes.filter((r) => r.name.includes(ROUTE_FILTER));
     // Every configuration answers the same data.
+    let negotiated = '';
     for (const c of configs) {
       const secure = c.origin.startsWith('https:');
       const b = secure ? await httpsGet(c.origin + allRoutes[0]!.path, caPem, auth) : await json(c.origin + allRoutes[0]!.path, { headers: auth });
+      if (secure) negotiated = (b as unknown as { cipher: string }).cipher;
       const i = secure ? await httpsGet(c.origin + allRoutes[1]!.path, caPem) : await json(c.origin + allRoutes[1]!.path);
       if (JSON.stringify(b.body.data) !== JSON.stringify(job.body.data)) throw new Error(`${c.label}: different backup job`);
       // user_agent echoes the client: fetch says "node", node:https says nothing.
@@ -205,15 +227,20 @@ async function main(): Promise<void> {
     }
     for (const c of configs) for (const r of routes) await load(c.origin + r.path, r.headers, 2, c.pid); // warm-up
 
+    // The runs whose shares are goals come one after another (metrics off, on, HTTPS), so each
+    // share compares two runs seconds apart; every other round runs the order backwards, so
+    // neither of a pair always runs first and a drift of the machine's load cancels out.
+    const byLabel = (label: string) => configs.find((c) => c.label === label)!;
+    const order = ['bare Express', 'validation off', 'metrics off', 'validation on', 'HTTPS, validation on'].map(byLabel);
+    if (AGAINST) order.push(...['HTTPS, validation on', 'validation on', 'metrics off'].map((l) => byLabel(`${l}${against}`)));
     const runs = new Map<string, Run[]>();
     for (let round = 1; round <= ROUNDS; round++) {
       for (const r of routes) {
-        // Each round starts with another configuration, so none always runs first.
-        for (const c of configs.map((_, i) => configs[(i + round) % configs.length]!)) {
+        for (const c of round % 2 === 1 ? order : [...order].reverse()) {
           const result = await load(c.origin + r.path, r.headers, SECONDS, c.pid);
           const key = `${r.name}|${c.label}`;
           runs.set(key, [...(runs.get(key) ?? []), result]);
-          process.stderr.write(`round ${round} ${r.name} ${c.label}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms, ${Math.round(result.cpuPerRequest)} µs CPU/request\n`);
+          process.stderr.write(`round ${round} ${r.name} ${c.label}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms, ${Math.round(result.cpuPerRequest)} µs CPU/request (client ${Math.round(result.clientCpuPerRequest)} µs)\n`);
         }
       }
     }
@@ -224,15 +251,30 @@ async function main(): Promise<void> {
 
     const figure = (route: string, label: string) => {
       const rs = runs.get(`${route}|${label}`)!;
-      return { rps: median(rs.map((r) => r.requests.average)), p99: median(rs.map((r) => r.latency.p99)), cpu: median(rs.map((r) => r.cpuPerRequest)), all: rs.map((r) => Math.round(r.requests.average)) };
+      return {
+        rps: median(rs.map((r) => r.requests.average)),
+        p99: median(rs.map((r) => r.latency.p99)),
+        cpu: median(rs.map((r) => r.cpuPerRequest)),
+        clientCpu: median(rs.map((r) => r.clientCpuPerRequest)),
+        all: rs.map((r) => Math.round(r.requests.average)),
+      };
     };
-    const rows = [`| route | configuration | req/s (median) | p99 ms (median) | server CPU µs/request (median) | req/s of the ${ROUNDS} runs |`, '|---|---|---:|---:|---:|---|'];
+    // a ÷ b within each round (the two ran minutes apart at most, under the same other load): median [min–max], in per cent.
+    const paired = (route: string, a: string, b: string, of: (r: Run) => number): string => {
+      const as = runs.get(`${route}|${a}`)!;
+      const bs = runs.get(`${route}|${b}`)!;
+      const shares = as.map((r, i) => (of(r) / of(bs[i]!)) * 100);
+      return `${median(shares).toFixed(1)} % [${Math.min(...shares).toFixed(1)}–${Math.max(...shares).toFixed(1)}]`;
+    };
+    const rps = (r: Run) => r.requests.average;
+    const inverseCpu = (r: Run) => 1 / r.cpuPerRequest;
+    const rows = [`| route | configuration | req/s (median) | p99 ms (median) | server CPU µs/request (median) | client CPU µs/request (median) | req/s of the ${ROUNDS} runs |`, '|---|---|---:|---:|---:|---:|---|'];
     const ratios: string[] = [];
     for (const r of routes) {
       for (const c of configs) {
         const f = figure(r.name, c.label);
         // autocannon measures latency in whole milliseconds.
-        rows.push(`| ${r.name} | ${c.label} | ${Math.round(f.rps)} | ${f.p99 === 0 ? '< 1' : f.p99} | ${Math.round(f.cpu)} | ${f.all.join(', ')} |`);
+        rows.push(`| ${r.name} | ${c.label} | ${Math.round(f.rps)} | ${f.p99 === 0 ? '< 1' : f.p99} | ${Math.round(f.cpu)} | ${Math.round(f.clientCpu)} | ${f.all.join(', ')} |`);
       }
       const on = figure(r.name, 'validation on');
       const metricsOff = figure(r.name, 'metrics off');
@@ -251,18 +293,36 @@ async function main(): Promise<void> {
         `- ${r.name} over HTTPS: throughput **${((tls.rps / on.rps) * 100).toFixed(0)} %** of plain HTTP (HTTPS ÷ plain, validation on in both), ` +
           `p99 ${tls.p99} ms vs ${on.p99} ms (plain ÷ HTTPS **${((Math.max(on.p99, 1) / Math.max(tls.p99, 1)) * 100).toFixed(0)} %**; goal for both: at least 85 %).`,
       );
+      ratios.push(
+        `- ${r.name}, the same shares round by round (each round's two runs side by side, median [min–max] of the ${ROUNDS} rounds): ` +
+          `HTTPS ÷ plain ${paired(r.name, 'HTTPS, validation on', 'validation on', rps)} of the requests per second, ${paired(r.name, 'HTTPS, validation on', 'validation on', inverseCpu)} in server CPU per request; ` +
+          `metrics on ÷ off ${paired(r.name, 'validation on', 'metrics off', rps)} of the requests per second, ${paired(r.name, 'validation on', 'metrics off', inverseCpu)} in server CPU per request.`,
+      );
+      if (AGAINST) {
+        const main = (label: string) => `${label}${against}`;
+        ratios.push(
+          `- ${r.name}, the other checkout (${AGAINST}) in the same rounds: HTTPS ÷ plain ${paired(r.name, main('HTTPS, validation on'), main('validation on'), rps)} of the requests per second, ` +
+            `${paired(r.name, main('HTTPS, validation on'), main('validation on'), inverseCpu)} in CPU; metrics on ÷ off ${paired(r.name, main('validation on'), main('metrics off'), rps)}, ` +
+            `${paired(r.name, main('validation on'), main('metrics off'), inverseCpu)} in CPU; server CPU per request of this checkout ÷ the other's: ` +
+            ['validation on', 'metrics off', 'HTTPS, validation on'].map((l) => `${l} ${paired(r.name, l, main(l), (x) => x.cpuPerRequest)}`).join(', ') +
+            '.',
+        );
+      }
     }
     const loadAfter = loadavg()[0]!;
     const section = [
       '## HTTP',
       '',
       `Measured by \`npm run bench:http\` (bench/http.ts) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: ${machine()}.`,
-      `autocannon, ${CONNECTIONS} connections, ${SECONDS} s per run after a 2 s warm-up, ${ROUNDS} interleaved rounds, median reported;`,
-      'client and server share the machine. The app is built by `createApp()` as `npm start` builds it (request validation,',
+      `autocannon, ${CONNECTIONS} connections, ${SECONDS} s per run after a 2 s warm-up, ${ROUNDS} rounds, median reported; in each round`,
+      'metrics off, validation on and HTTPS run one after another, every other round in the opposite order, and the shares below',
+      'are also given round by round (each from two runs seconds apart), which other load on the machine moves less.',
+      'Client (autocannon, in the benchmark\'s process) and server share the machine\'s cores, so the client\'s CPU per request',
+      '(its TLS included) is given too. The app is built by `createApp()` as `npm start` builds it (request validation,',
       'bearer auth, rate limiting with every limit raised a million-fold, request ids, info-level pino logs to a discarded',
       'stdout, envelope, Prometheus metrics on their own port); "validation on/off" is `VALIDATE_RESPONSES`; "metrics off" is',
       '`METRICS_PORT=0` with validation on (no HTTP instrumentation, no collection). The bare route is Express 5 returning the same JSON.',
-      '"HTTPS" is the same app serving TLS itself (TLS 1.3, an EC P-256 certificate from a throwaway CA); autocannon keeps its',
+      `"HTTPS" is the same app serving TLS itself (negotiated: ${negotiated}; an EC P-256 certificate from a throwaway CA); autocannon keeps its`,
       'connections alive, so each pays one handshake and then the record encryption of every request and answer.',
       `Other work on the machine: 1-minute load average ${loadBefore.toFixed(1)} at the start, ${loadAfter.toFixed(1)} at the end (the benchmark itself keeps both cores busy, about 2).`,
       '',
