@@ -131,9 +131,15 @@ export class BlobWriter {
   }
 
   private accept(blob: EncodedBlob, type: BlobType, encrypted: boolean): Uint8Array {
-    if (this.failure) return blob.id; // abandoned: results still arriving from the workers are dropped
+    if (this.failure) {
+      blob.release?.();
+      return blob.id; // abandoned: results still arriving from the workers are dropped
+    }
     if (this.dedup) {
-      if (this.pending.has(blob.id, type, encrypted) || this.usable(blob.id, type, encrypted)) return blob.id;
+      if (this.pending.has(blob.id, type, encrypted) || this.usable(blob.id, type, encrypted)) {
+        blob.release?.();
+        return blob.id;
+      }
       this.pending.add(blob.id, type, encrypted, 0, 0, 0, 0, 0);
     }
     const pack = (this.packs[type] ??= new PackWriter(this.repo.backend, type));

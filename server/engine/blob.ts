@@ -1,7 +1,7 @@
 import { bytesEqual, toHex } from './codec.ts';
-import { chunkId, open, seal } from './crypto.ts';
+import { chunkId, open, seal, sealInto } from './crypto.ts';
 import type { BlobKeys } from './crypto.ts';
-import { compress, decompress } from './compress.ts';
+import { compress, compressTransient, decompress } from './compress.ts';
 import { EngineError } from './errors.ts';
 import { releasePrivate } from './release.ts';
 import type { CompressionCode } from './types.ts';
@@ -16,6 +16,11 @@ export interface EncodedBlob {
   data: Uint8Array;
   comp: CompressionCode;
   rawLength: number;
+  /**
+   * Set when `data` is a view of a buffer shared with other blobs (a batch of small files): called
+   * once `data` has been copied or dropped, instead of freeing it.
+   */
+  release?: () => void;
 }
 
 export interface BlobRef {
@@ -31,6 +36,19 @@ export function encodeBlob(key: BlobKeys, plain: Uint8Array, comp: CompressionCo
   const data = encrypt ? seal(key.encryption, packed.data, id) : packed.data;
   if (encrypt && packed.data !== plain) releasePrivate(packed.data); // the compressor's output, now sealed
   return { id, data, comp: packed.code, rawLength: plain.length };
+}
+
+/**
+ * As encodeBlob, the stored form written at `at` of `out`, which has room for plain.length +
+ * SEAL_OVERHEAD bytes (a blob is never larger: compression is kept only when it shrinks).
+ * Returns the blob's id, compression and stored length.
+ */
+export function encodeBlobInto(key: BlobKeys, plain: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean, out: Uint8Array, at: number): { id: Uint8Array; comp: CompressionCode; length: number } {
+  const id = chunkId(key.chunkId, plain);
+  const packed = compressTransient(plain, comp, level);
+  if (encrypt) return { id, comp: packed.code, length: sealInto(key.encryption, packed.data, id, out, at) };
+  out.set(packed.data, at);
+  return { id, comp: packed.code, length: packed.data.length };
 }
 
 /** Decrypts, decompresses and checks the keyed hash; throws CORRUPT_DATA on any mismatch. */

@@ -67,13 +67,15 @@ function zstdBound(n: number): number {
  * One zstd frame from a native compression context kept per thread and level and reused from
  * blob to blob (a frame ended, zstd starts the next one afresh). zstdCompressSync makes a new
  * context and stream object each call, which costs more than compressing a small file does.
- * Null when the context cannot be had (the caller then uses zstdCompressSync).
+ * Null when the context cannot be had (the caller then uses zstdCompressSync). `into`: the
+ * buffer to write into when it has room (else a private one is allocated, as without it).
  */
-function zstdReused(data: Uint8Array, level: number): Uint8Array | null {
+function zstdReused(data: Uint8Array, level: number, into?: Buffer): Uint8Array | null {
   const context = zstdContext(level);
   if (!context) return null;
   // Private and at least 4 KiB, as trim() and the callers' release expect.
-  let out = Buffer.allocUnsafeSlow(Math.max(zstdBound(data.length) + 64, 4096));
+  const size = Math.max(zstdBound(data.length) + 64, 4096);
+  let out = into && into.length >= size ? into : Buffer.allocUnsafeSlow(size);
   let used = 0;
   let inOff = 0;
   let inLen = data.length;
@@ -93,6 +95,23 @@ function zstdReused(data: Uint8Array, level: number): Uint8Array | null {
     out.copy(bigger);
     out = bigger;
   }
+}
+
+/** This thread's buffer for compressTransient's output. */
+let transient = Buffer.alloc(0);
+
+/**
+ * As compress, for a caller that copies the output away before the next call: zstd writes into a
+ * buffer this thread keeps (a small file's blob, sealed at once into its batch's buffer), where
+ * compress allocates one per blob and trims it.
+ */
+export function compressTransient(data: Uint8Array, code: CompressionCode, level?: number): { data: Uint8Array; code: CompressionCode } {
+  if (code !== 1 || data.length < 64) return compress(data, code, level);
+  const size = zstdBound(data.length) + 64;
+  if (transient.length < size) transient = Buffer.allocUnsafeSlow(Math.max(size, 64 * 1024));
+  const out = zstdReused(data, level ?? DEFAULT_ZSTD_LEVEL, transient);
+  if (!out) return compress(data, code, level);
+  return out.length < data.length ? { data: out, code } : { data, code: 0 };
 }
 
 export function decompress(data: Uint8Array, code: CompressionCode, rawLength: number): Uint8Array {

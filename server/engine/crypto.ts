@@ -49,18 +49,27 @@ const randomNonce = randomPool(NONCE_BYTES, 256);
 
 /** AES-256-GCM: nonce(12) | ciphertext | tag(16). `aad` binds the ciphertext to its role or id. */
 export function seal(key: Key, plaintext: Uint8Array, aad?: Uint8Array): Buffer {
-  const nonce = randomNonce();
   const out = Buffer.allocUnsafeSlow(plaintext.length + SEAL_OVERHEAD); // never a pooled slab: transferable
-  nonce.copy(out, 0);
+  sealInto(key, plaintext, aad, out, 0);
+  return out;
+}
+
+/** As seal, written at `at` of `out`, which has room for plaintext.length + SEAL_OVERHEAD bytes; returns the bytes written. */
+export function sealInto(key: Key, plaintext: Uint8Array, aad: Uint8Array | undefined, out: Uint8Array, at: number): number {
+  const nonce = randomNonce();
+  out.set(nonce, at);
   const cipher = createCipheriv('aes-256-gcm', key, nonce);
   if (aad) cipher.setAAD(aad);
-  let off = NONCE_BYTES;
+  let off = at + NONCE_BYTES;
   const body = cipher.update(plaintext);
-  off += body.copy(out, off);
+  out.set(body, off);
+  off += body.length;
   releasePrivate(body); // allocated by the cipher for this call
-  off += cipher.final().copy(out, off);
-  cipher.getAuthTag().copy(out, off);
-  return out;
+  const fin = cipher.final();
+  out.set(fin, off);
+  off += fin.length;
+  out.set(cipher.getAuthTag(), off);
+  return off + TAG_BYTES - at;
 }
 
 /** Throws EngineError CORRUPT_DATA when the tag does not authenticate. */

@@ -146,12 +146,15 @@ export class PackWriter {
     this.blobs = new BlobRecords(type);
   }
 
-  /** Appends a blob; its buffer (transferred from a worker: private) is copied into a slab and freed, or kept when large. */
+  /**
+   * Appends a blob; its buffer (transferred from a worker: private) is copied into a slab and
+   * freed, or kept when large. A blob sharing its buffer (`release`) is always copied.
+   */
   add(blob: EncodedBlob, encrypted: boolean): void {
     const data = blob.data;
     this.blobs.add(blob.id, encrypted, blob.comp, this.size, data.length, blob.rawLength);
     this.size += data.length;
-    if (data.length >= SLAB / 4) {
+    if (data.length >= SLAB / 4 && !blob.release) {
       this.closeSlab();
       this.parts.push(data);
       return;
@@ -162,7 +165,8 @@ export class PackWriter {
     }
     this.slab.set(data, this.slabUsed);
     this.slabUsed += data.length;
-    releasePrivate(data);
+    if (blob.release) blob.release();
+    else releasePrivate(data);
   }
 
   private closeSlab(): void {

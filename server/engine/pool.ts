@@ -4,6 +4,7 @@ import { workerEnv } from '../compile-cache.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
 import type { MasterKey } from './crypto.ts';
 import { EngineError, fromPostedErrno } from './errors.ts';
+import { releasePrivate } from './release.ts';
 import type { CompressionCode } from './types.ts';
 import type { DecodedRun, RunBlob } from './run-reader.ts';
 import { WRITE_BATCH_FILES } from './restore-write.ts';
@@ -270,15 +271,24 @@ export class WorkerPool {
   }
 }
 
-/** A worker's FileBatch as one result per file (ids and sums are views of its one buffer). */
+/**
+ * A worker's FileBatch as one result per file (ids and sums are views of its one buffer, the
+ * blobs views of `data`, freed once every blob of the batch was copied into a pack or dropped).
+ */
 function fileResults(batch: FileBatch): SourceFileResult[] {
-  const { sums, comps, lengths } = batch;
+  const { data, sums, comps, lengths } = batch;
+  let left = batch.out.filter((o) => typeof o === 'number').length;
+  const release = (): void => {
+    if (--left === 0) releasePrivate(data);
+  };
+  let at = 0;
   return batch.out.map((o, i): SourceFileResult => {
     if (o === true) return { grew: true };
     if (typeof o === 'string') return { warning: o };
     const sha256 = sums.subarray(i * 64 + 32, i * 64 + 64);
     if (o === null) return { blob: null, sha256 };
-    return { blob: { id: sums.subarray(i * 64, i * 64 + 32), data: o, comp: comps[i] as CompressionCode, rawLength: lengths[i]! }, sha256 };
+    at += o;
+    return { blob: { id: sums.subarray(i * 64, i * 64 + 32), data: data.subarray(at - o, at), comp: comps[i] as CompressionCode, rawLength: lengths[i]!, release }, sha256 };
   });
 }
 
