@@ -59,6 +59,17 @@ it('hands back each small file of a batch as it was read: its chunk id, sha256 a
       expect(Buffer.from(blob.id)).toEqual(Buffer.from(chunkId(keys.chunkId, body)));
       expect(Buffer.from(decodeBlob(keys, { id: blob.id, encrypted: true, comp: blob.comp, rawLength: blob.rawLength }, blob.data))).toEqual(body);
     });
+    // A batch's blobs share one buffer, freed once the last of them is released (copied into a pack or dropped).
+    const blobs = results.flatMap((r) => ('blob' in r && r.blob ? [r.blob] : []));
+    const buffers = new Set(blobs.map((b) => b.data.buffer as ArrayBuffer));
+    expect(buffers.size).toBe(3);
+    for (const buffer of buffers) {
+      const sharing = blobs.filter((b) => b.data.buffer === buffer);
+      for (const b of sharing.slice(0, -1)) b.release!();
+      expect(buffer.detached).toBe(false);
+      sharing.at(-1)!.release!();
+      expect(buffer.detached).toBe(true);
+    }
   } finally {
     await pool.stopped();
     closeSync(fd);
