@@ -50,33 +50,63 @@ export class Chunker {
     if (n <= min) return n;
     const stop = n < max ? end : start + max;
     const normal = Math.min(start + avg, stop);
+    const from = start + min;
+    let at = this.firstCut(data, from, from, normal, this.maskSmall);
+    if (at < 0) at = this.firstCut(data, from, normal, stop, this.maskLarge);
+    return (at < 0 ? stop : at) - start;
+  }
+
+  /** The hash after the bytes before `at`, as if hashed from `from`: it depends on the last 32 bytes only (each is shifted out after 32 steps). */
+  private hashBefore(data: Uint8Array, from: number, at: number): number {
     const gear = this.gear;
-    const maskS = this.maskSmall;
-    const maskL = this.maskLarge;
     let h = 0;
-    let i = start + min;
-    // The hot loop, two bytes per step (fewer loop checks); each byte's hash is still tested.
-    for (; i + 1 < normal; i += 2) {
-      h = ((h << 1) + gear[data[i]!]!) | 0;
-      if ((h & maskS) === 0) return i + 1 - start;
-      h = ((h << 1) + gear[data[i + 1]!]!) | 0;
-      if ((h & maskS) === 0) return i + 2 - start;
+    for (let i = Math.max(from, at - 32); i < at; i++) h = ((h << 1) + gear[data[i]!]!) | 0;
+    return h;
+  }
+
+  /**
+   * The end of the first byte in [lo, hi) whose hash (over the bytes from `from`) has none of
+   * `mask`'s bits set, or -1. The range is hashed as two halves in one loop: each byte's hash
+   * depends on the one before, and two independent chains side by side run about 1.7 times as
+   * fast as one. A cut found in the second half waits until the first half's rest has none.
+   */
+  private firstCut(data: Uint8Array, from: number, lo: number, hi: number, mask: number): number {
+    const gear = this.gear;
+    let a = this.hashBefore(data, from, lo);
+    if (hi - lo < 64) {
+      for (let i = lo; i < hi; i++) {
+        a = ((a << 1) + gear[data[i]!]!) | 0;
+        if ((a & mask) === 0) return i + 1;
+      }
+      return -1;
     }
-    for (; i < normal; i++) {
-      h = ((h << 1) + gear[data[i]!]!) | 0;
-      if ((h & maskS) === 0) return i + 1 - start;
+    const mid = lo + ((hi - lo) >> 1);
+    let b = this.hashBefore(data, from, mid);
+    let i = lo;
+    let j = mid;
+    let second = -1;
+    for (; i < mid; i++, j++) {
+      a = ((a << 1) + gear[data[i]!]!) | 0;
+      b = ((b << 1) + gear[data[j]!]!) | 0;
+      if ((a & mask) === 0 || (b & mask) === 0) {
+        if ((a & mask) === 0) return i + 1;
+        second = j + 1;
+        i++;
+        break;
+      }
     }
-    for (; i + 1 < stop; i += 2) {
-      h = ((h << 1) + gear[data[i]!]!) | 0;
-      if ((h & maskL) === 0) return i + 1 - start;
-      h = ((h << 1) + gear[data[i + 1]!]!) | 0;
-      if ((h & maskL) === 0) return i + 2 - start;
+    if (second >= 0) {
+      for (; i < mid; i++) {
+        a = ((a << 1) + gear[data[i]!]!) | 0;
+        if ((a & mask) === 0) return i + 1;
+      }
+      return second;
     }
-    for (; i < stop; i++) {
-      h = ((h << 1) + gear[data[i]!]!) | 0;
-      if ((h & maskL) === 0) return i + 1 - start;
+    for (; j < hi; j++) {
+      b = ((b << 1) + gear[data[j]!]!) | 0;
+      if ((b & mask) === 0) return j + 1;
     }
-    return stop - start;
+    return -1;
   }
 }
 
