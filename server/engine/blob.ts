@@ -1,7 +1,7 @@
 import { bytesEqual, toHex } from './codec.ts';
 import { chunkId, open, seal, sealInto } from './crypto.ts';
 import type { BlobKeys } from './crypto.ts';
-import { compress, compressTransient, decompress } from './compress.ts';
+import { compress, compressTransient, decompress, releaseTransient } from './compress.ts';
 import { EngineError } from './errors.ts';
 import { releasePrivate } from './release.ts';
 import type { CompressionCode } from './types.ts';
@@ -32,9 +32,11 @@ export interface BlobRef {
 
 export function encodeBlob(key: BlobKeys, plain: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean): EncodedBlob {
   const id = chunkId(key.chunkId, plain);
-  const packed = compress(plain, comp, level);
+  // Sealed, the compressor's output is copied at once: it may stay in the thread's reused buffer
+  // (a fresh one per blob cost its allocation, its pages' first touch and a trimming copy).
+  const packed = encrypt ? compressTransient(plain, comp, level) : compress(plain, comp, level);
   const data = encrypt ? seal(key.encryption, packed.data, id) : packed.data;
-  if (encrypt && packed.data !== plain) releasePrivate(packed.data); // the compressor's output, now sealed
+  if (encrypt && packed.data !== plain) releaseTransient(packed.data); // the compressor's output, now sealed
   return { id, data, comp: packed.code, rawLength: plain.length };
 }
 

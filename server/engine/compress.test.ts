@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { constants, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { compress, decompress } from './compress.ts';
+import { decodeBlob, encodeBlob } from './blob.ts';
+import { newMasterKey } from './crypto.ts';
 import { open, seal } from './crypto.ts';
 
 function text(bytes: number, seed: number): Uint8Array {
@@ -33,6 +35,23 @@ describe('compress', () => {
         expect(Buffer.from(decompress(data, code, input.length)).equals(input)).toBe(true);
       }
     }
+  });
+});
+
+describe('sealed blobs compressed through the reused output buffer', () => {
+  it('each stay whole when the next one is compressed, below and above that buffer\'s size, text and random', () => {
+    const key = newMasterKey();
+    const sizes = [100, 5000, 70_000, 1 << 20, (3 << 20) + 7];
+    const inputs = sizes.flatMap((n, i) => [text(n, i + 5), new Uint8Array(randomBytes(n))]);
+    // Encoded one after another (each sealed from the buffer the next reuses), decoded only at the end.
+    const blobs = inputs.map((input) => ({ input, blob: encodeBlob(key, input.slice(), 1, 3, true) }));
+    for (const { input, blob } of blobs) {
+      const ref = { id: blob.id, encrypted: true, comp: blob.comp, rawLength: input.length };
+      expect(Buffer.from(decodeBlob(key, ref, blob.data)).equals(input)).toBe(true);
+    }
+    // Text shrinks (zstd), random bytes are kept raw.
+    expect(blobs.filter((b, i) => i % 2 === 0).every((b) => b.blob.comp === 1)).toBe(true);
+    expect(blobs.filter((b, i) => i % 2 === 1).every((b) => b.blob.comp === 0)).toBe(true);
   });
 });
 

@@ -99,6 +99,13 @@ function zstdReused(data: Uint8Array, level: number, into?: Buffer): Uint8Array 
 
 /** This thread's buffer for compressTransient's output. */
 let transient = Buffer.alloc(0);
+/** ...kept up to a little over an average chunk (1 MiB): larger blobs are compressed as by compress. */
+const TRANSIENT_MAX = 1536 * 1024;
+
+/** Frees what compressTransient gave: its buffer is this thread's to keep, any other output is private. */
+export function releaseTransient(view: Uint8Array): void {
+  if (view.buffer !== transient.buffer) releasePrivate(view);
+}
 
 /**
  * As compress, for a caller that copies the output away before the next call: zstd writes into a
@@ -106,8 +113,8 @@ let transient = Buffer.alloc(0);
  * compress allocates one per blob and trims it.
  */
 export function compressTransient(data: Uint8Array, code: CompressionCode, level?: number): { data: Uint8Array; code: CompressionCode } {
-  if (code !== 1 || data.length < 64) return compress(data, code, level);
   const size = zstdBound(data.length) + 64;
+  if (code !== 1 || data.length < 64 || size > TRANSIENT_MAX) return compress(data, code, level);
   if (transient.length < size) transient = Buffer.allocUnsafeSlow(Math.max(size, 64 * 1024));
   const out = zstdReused(data, level ?? DEFAULT_ZSTD_LEVEL, transient);
   if (!out) return compress(data, code, level);
