@@ -48,9 +48,11 @@ export function encodeBlob(key: BlobKeys, plain: Uint8Array, comp: CompressionCo
 export function encodeBlobInto(key: BlobKeys, plain: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean, out: Uint8Array, at: number): { id: Uint8Array; comp: CompressionCode; length: number } {
   const id = chunkId(key.chunkId, plain);
   const packed = compressTransient(plain, comp, level);
-  if (encrypt) return { id, comp: packed.code, length: sealInto(key.encryption, packed.data, id, out, at) };
-  out.set(packed.data, at);
-  return { id, comp: packed.code, length: packed.data.length };
+  let length = packed.data.length;
+  if (encrypt) length = sealInto(key.encryption, packed.data, id, out, at);
+  else out.set(packed.data, at);
+  if (packed.data !== plain) releaseTransient(packed.data); // the compressor's output, now copied into `out`
+  return { id, comp: packed.code, length };
 }
 
 /** Decrypts, decompresses and checks the keyed hash; throws CORRUPT_DATA on any mismatch. */
