@@ -8,7 +8,8 @@ import { allFiles, describeTree, sha256Of, tempDir, writeRandomFile } from './te
 import { b, openTestRepo, t } from './testing/repo.ts';
 import { newMasterKey } from './crypto.ts';
 import { Repository as RepositoryClass } from './repository.ts';
-import { LocalBackend } from './storage/local.ts';
+import { bufferedObject, type ObjectWriter } from './storage/backend.ts';
+import { LOCAL_PACKING, LocalBackend } from './storage/local.ts';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -108,8 +109,11 @@ describe('backup and restore round trip', () => {
 
   it("holds no more packs being saved than the backend's packing budget allows", async () => {
     const MiB = 1024 * 1024;
-    /** Data packs take a second each to save; counts the bytes being saved at once. */
+    /** Saves packs whole, as an object store does; data packs take a second each to save; counts the bytes being saved at once. */
     class SlowSaves extends LocalBackend {
+      override create(): ObjectWriter {
+        return bufferedObject((name, parts) => this.save(name, parts));
+      }
       saving = 0;
       mostSaving = 0;
       override async save(name: string, parts: readonly Uint8Array[], options?: { ifAbsent?: boolean }): Promise<boolean> {
@@ -139,6 +143,51 @@ describe('backup and restore round trip', () => {
     // already sent to the workers) leaves room for two being saved at once, never three (64 MiB lets four).
     expect(backend.mostSaving).toBeGreaterThan(16 * MiB);
     expect(backend.mostSaving).toBeLessThan(3 * 16 * MiB);
+  });
+
+  it('writes packs to a local directory as they fill: holds a slab per pack and the writes under way, not whole packs', async () => {
+    const MiB = 1024 * 1024;
+    /** Counts the bytes handed to pack writers whose writes have not finished. */
+    class Counting extends LocalBackend {
+      held = 0;
+      mostHeld = 0;
+      committed = 0;
+      override create(): ObjectWriter {
+        const inner = super.create();
+        return {
+          write: async (part) => {
+            this.held += part.length;
+            this.mostHeld = Math.max(this.mostHeld, this.held);
+            try {
+              await inner.write(part);
+            } finally {
+              this.held -= part.length;
+            }
+          },
+          commit: async (name) => {
+            await inner.commit(name);
+            this.committed++;
+          },
+          abort: () => inner.abort(),
+        };
+      }
+    }
+    const src = join(dir, 'src');
+    await mkdir(src);
+    await writeRandomFile(join(src, 'big.bin'), 100 * MiB);
+    const backend = new Counting(join(dir, 'counting-repo'), { packing: { ...LOCAL_PACKING, dataPackBytes: 32 * MiB } });
+    const counted = await RepositoryClass.open(backend, newMasterKey());
+    try {
+      const { snapshotId } = await backup(counted, { source: src, ...opts });
+      expect(backend.committed).toBeGreaterThanOrEqual(4); // 100 MiB in 32 MiB data packs, and a tree pack
+      // A pack kept whole would be 32 MiB; the budget of writes under way (8 MiB) plus blobs arriving from the workers (8 MiB) is less.
+      expect(backend.mostHeld).toBeLessThan(24 * MiB); // less than one pack (main held up to 32 MiB of packs)
+      await restore(counted, snapshotId, { target: join(dir, 'out'), overwrite: 'never' });
+      expect(await sha256Of(join(dir, 'out', 'big.bin'))).toBe(await sha256Of(join(src, 'big.bin')));
+    } finally {
+      await counted.close();
+    }
+    expect((await allFiles(join(dir, 'counting-repo'))).filter((f) => f.includes('.tmp-'))).toEqual([]);
   });
 
   it('round-trips with gzip, none, and no encryption', async () => {

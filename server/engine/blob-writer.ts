@@ -5,7 +5,7 @@ import { BlobTable } from './blob-table.ts';
 import { EngineError, abortable, fromStorage } from './errors.ts';
 import type { FinishedPack } from './pack.ts';
 import type { Avoid } from './prune-marker.ts';
-import { PACK_BLOBS, PackWriter, TREE_PACK_SIZE } from './pack.ts';
+import { PACK_BLOBS, PackWriter, SLAB, TREE_PACK_SIZE } from './pack.ts';
 import { DEFAULT_PACKING } from './storage/backend.ts';
 import type { EncodeOptions, WorkerPool } from './pool.ts';
 import type { SourceFile } from './worker.ts';
@@ -18,7 +18,7 @@ import type { Repository } from './repository.ts';
  * thousand blobs) writes an index file for the packs already saved (so a crashed backup's data is reused by the next one).
  * Memory is bounded: blobs in flight to the workers, and encoded bytes not yet saved in a pack,
  * each have a byte budget. Data packs close at the size the storage asks for (`Backend.packing`),
- * and the bytes not yet saved are bounded as it says.
+ * and the bytes not yet written out are bounded as it says.
  */
 const INDEX_EVERY_PACKS = 8;
 /** ...or every this many blobs, so that many small files do not keep many blob records waiting (each index file is a request to an object store). */
@@ -57,7 +57,9 @@ export class BlobWriter {
   private unindexedBlobs = 0;
   private readonly closing = new Set<Promise<void>>();
   private readonly inFlight: Budget;
+  /** Blob bytes handed to packs and not yet written out (a local directory writes them as the pack fills; an object store once it is sealed). */
   private readonly unwritten: Budget;
+  private readonly written = (bytes: number): void => this.unwritten.release(bytes);
   private readonly signal: AbortSignal | undefined;
   private readonly dataPackBytes: number;
   private failure: unknown = null;
@@ -76,8 +78,10 @@ export class BlobWriter {
     this.inFlight = new Budget(IN_FLIGHT, signal);
     const packing = repo.backend.packing ?? DEFAULT_PACKING;
     this.dataPackBytes = packing.dataPackBytes;
-    // Below a full data pack and a tree pack (each with its last blob) nothing would ever be saved: the backup would wait for good.
-    this.unwritten = new Budget(Math.max(packing.unwrittenBytes, packing.dataPackBytes + TREE_PACK_SIZE + 2 * MAX_BLOB), signal);
+    // Below what is held until it can be written (packs kept until sealed, each with its last blob;
+    // or a part-filled slab per open pack) nothing would ever be written: the backup would wait for good.
+    const held = packing.writesAsFilled ? 2 * SLAB + MAX_BLOB : packing.dataPackBytes + TREE_PACK_SIZE + 2 * MAX_BLOB;
+    this.unwritten = new Budget(Math.max(packing.unwrittenBytes, held), signal);
   }
 
   /** Waits for room, then runs `start`; the returned thunk resolves once the work is accepted into a pack. */
@@ -142,7 +146,7 @@ export class BlobWriter {
       }
       this.pending.add(blob.id, type, encrypted, 0, 0, 0, 0, 0);
     }
-    const pack = (this.packs[type] ??= new PackWriter(this.repo.backend, type));
+    const pack = (this.packs[type] ??= new PackWriter(this.repo.backend, type, this.written));
     this.unwritten.take(blob.data.length);
     pack.add(blob, encrypted);
     if (pack.size >= (type === 'tree' ? TREE_PACK_SIZE : this.dataPackBytes) || pack.blobs.count >= PACK_BLOBS) this.rotate(type);
@@ -153,7 +157,6 @@ export class BlobWriter {
     const pack = this.packs[type];
     this.packs[type] = null;
     if (!pack) return;
-    const bytes = pack.size;
     this.saving.add(pack);
     const close = (async () => {
       try {
@@ -165,8 +168,6 @@ export class BlobWriter {
         if (this.unindexed.length >= INDEX_EVERY_PACKS || this.unindexedBlobs >= INDEX_EVERY_BLOBS) await this.writeIndex();
       } catch (err) {
         this.fail(err);
-      } finally {
-        this.unwritten.release(bytes);
       }
     })();
     this.closing.add(close);
@@ -204,20 +205,17 @@ export class BlobWriter {
   }
 
   /**
-   * After a cancel or failure: drops the open packs, gives packs being saved up to 2 s to finish
+   * After a cancel or failure: drops the open packs (their temp files removed), gives packs being saved up to 2 s to finish
    * (each whole or absent either way; a storage that does not answer is not waited for), writes
    * no further index.
    */
   async abandon(): Promise<void> {
     this.fail(new EngineError('CANCELLED', 'the backup was abandoned'));
+    const aborted: Promise<void>[] = [];
     for (const type of ['data', 'tree'] as const) {
-      const open = this.packs[type];
+      aborted.push(this.packs[type]?.abort() ?? Promise.resolve());
       this.packs[type] = null;
-      if (open) {
-        open.abort();
-        this.unwritten.release(open.size);
-      }
     }
-    await Promise.race([this.drain(), new Promise((resolve) => setTimeout(resolve, ABANDON_WAIT).unref())]);
+    await Promise.race([Promise.all([this.drain(), ...aborted]), new Promise((resolve) => setTimeout(resolve, ABANDON_WAIT).unref())]);
   }
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { Repository, backup, restore, verify } from './index.ts';
 import type { MasterKey } from './index.ts';
-import type { Backend, ObjectInfo } from './storage/backend.ts';
+import { bufferedObject, type Backend, type ObjectInfo, type ObjectWriter } from './storage/backend.ts';
 import { LocalBackend } from './storage/local.ts';
 import { allFiles, describeTree, tempDir, writeRandomFile } from './testing/fixtures.ts';
 import { openTestRepo } from './testing/repo.ts';
@@ -38,6 +38,10 @@ class HangingBackend implements Backend {
   }
   save(name: string, parts: readonly Uint8Array[], options?: { ifAbsent?: boolean }): Promise<boolean> {
     return this.stall(name.startsWith('data/'), () => this.inner.save(name, parts, options));
+  }
+  /** Packs are saved whole, so their saves stall too. */
+  create(): ObjectWriter {
+    return bufferedObject((name, parts) => this.save(name, parts));
   }
   load(name: string, range?: { offset: number; length: number }): Promise<Uint8Array> {
     return this.stall(range !== undefined, () => this.inner.load(name, range));

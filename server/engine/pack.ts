@@ -6,7 +6,7 @@ import type { MasterKey } from './crypto.ts';
 import { EngineError } from './errors.ts';
 import { decodeAnyMeta, encodeBinaryMeta } from './meta.ts';
 import { releasePrivate } from './release.ts';
-import type { Backend } from './storage/backend.ts';
+import type { Backend, ObjectWriter } from './storage/backend.ts';
 import type { CompressionCode } from './types.ts';
 
 /**
@@ -122,33 +122,40 @@ export function readBlobList(
   return type;
 }
 
-/** Blob data is gathered in slabs of this size (fewer, larger buffers than one per blob). */
-const SLAB = 1024 * 1024;
+/** Blob data is gathered in slabs of this size (fewer, larger buffers and writes than one per blob). */
+export const SLAB = 1024 * 1024;
 
 /**
- * Builds one pack in memory and saves it whole, as object stores require. The pack is named by
- * the SHA-256 of its bytes, so a repeated save (a retry, a second writer with the same content)
- * can only ever write the same object. Small blobs are copied into 1 MiB slabs as they arrive;
- * nothing is kept per blob but its 45-byte record.
+ * Builds one pack and writes it through the storage's ObjectWriter (`Backend.create`) as it
+ * fills: a local directory appends it to a temp file, an object store keeps it until the pack is
+ * sealed. The pack is named by the SHA-256 of its bytes, hashed as they are handed over, so a
+ * repeated save (a retry, a second writer with the same content) can only ever write the same
+ * object. Small blobs are copied into 1 MiB slabs, each handed over when full; a large blob is
+ * handed over as it is. Nothing is kept per blob but its 45-byte record. `onWritten` is told of
+ * each blob byte the writer no longer holds (written out, or dropped by `abort`).
  */
 export class PackWriter {
   readonly type: BlobType;
   readonly blobs: BlobRecords;
   size = 0;
-  private readonly parts: Uint8Array[] = [];
+  private readonly out: ObjectWriter;
+  private readonly hash = createHash('sha256');
+  private readonly onWritten: ((bytes: number) => void) | undefined;
   private slab: Buffer | null = null;
   private slabUsed = 0;
-  private readonly backend: Backend;
+  private ended = false;
 
-  constructor(backend: Backend, type: BlobType) {
-    this.backend = backend;
+  constructor(backend: Backend, type: BlobType, onWritten?: (bytes: number) => void) {
     this.type = type;
     this.blobs = new BlobRecords(type);
+    this.out = backend.create();
+    this.onWritten = onWritten;
   }
 
   /**
    * Appends a blob; its buffer (transferred from a worker: private) is copied into a slab and
-   * freed, or kept when large. A blob sharing its buffer (`release`) is always copied.
+   * freed, or handed over when large and freed once written. A blob sharing its buffer
+   * (`release`) is always copied.
    */
   add(blob: EncodedBlob, encrypted: boolean): void {
     const data = blob.data;
@@ -156,7 +163,7 @@ export class PackWriter {
     this.size += data.length;
     if (data.length >= SLAB / 4 && !blob.release) {
       this.closeSlab();
-      this.parts.push(data);
+      this.hand(data, true);
       return;
     }
     if (!this.slab || this.slabUsed + data.length > this.slab.length) {
@@ -170,36 +177,53 @@ export class PackWriter {
   }
 
   private closeSlab(): void {
-    if (this.slab && this.slabUsed > 0) this.parts.push(this.slab.subarray(0, this.slabUsed));
+    if (this.slab && this.slabUsed > 0) this.hand(this.slab.subarray(0, this.slabUsed), true);
     this.slab = null;
     this.slabUsed = 0;
   }
 
-  /** Appends the header and saves the pack; its buffers are released once saved (or on failure). */
-  async finish(key: MasterKey): Promise<FinishedPack> {
-    try {
-      this.closeSlab();
-      const w = new ByteWriter(64 + this.blobs.count * 48);
-      writeBlobList(w, this.type, this.blobs);
-      const header = encodeBinaryMeta(key, 'pack-header', w.finish());
-      const len = Buffer.alloc(4);
-      len.writeUInt32LE(header.length);
-      const parts = [...this.parts, header, len];
-      const hash = createHash('sha256');
-      for (const part of parts) hash.update(part);
-      const digest = hash.digest();
-      await this.backend.save(packName(digest.toString('hex')), parts);
-      return { id: new Uint8Array(digest), type: this.type, blobs: this.blobs, size: this.size + header.length + 4 };
-    } finally {
-      this.abort();
-    }
+  /** Hashes a part and hands it to the writer; a private part (slab, transferred blob) is freed once written. */
+  private hand(part: Uint8Array, blobBytes: boolean): void {
+    this.hash.update(part);
+    const bytes = part.length; // a released view has none
+    void this.out.write(part).then(() => {
+      if (!blobBytes) return;
+      releasePrivate(part);
+      this.onWritten?.(bytes);
+    });
   }
 
-  /** Drops the buffered blobs; nothing was saved. */
-  abort(): void {
-    for (const part of this.parts) releasePrivate(part); // slabs and transferred blobs: private
-    this.parts.length = 0;
+  /** Appends the header and seals the pack under its name; what it wrote is removed on failure. */
+  async finish(key: MasterKey): Promise<FinishedPack> {
+    if (this.ended) throw new Error('the pack was already finished or aborted');
+    this.closeSlab();
+    this.ended = true;
+    const w = new ByteWriter(64 + this.blobs.count * 48);
+    writeBlobList(w, this.type, this.blobs);
+    const header = encodeBinaryMeta(key, 'pack-header', w.finish());
+    const len = Buffer.alloc(4);
+    len.writeUInt32LE(header.length);
+    this.hand(header, false);
+    this.hand(len, false);
+    const digest = this.hash.digest();
+    try {
+      await this.out.commit(packName(digest.toString('hex')));
+    } catch (err) {
+      await this.out.abort();
+      throw err;
+    }
+    return { id: new Uint8Array(digest), type: this.type, blobs: this.blobs, size: this.size + header.length + 4 };
+  }
+
+  /** Drops the pack: nothing is saved, what was written is removed. */
+  async abort(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.slabUsed > 0) this.onWritten?.(this.slabUsed);
+    if (this.slab) releasePrivate(this.slab);
     this.slab = null;
+    this.slabUsed = 0;
+    await this.out.abort();
   }
 }
 

@@ -44,30 +44,35 @@ export async function repackAndIndex(repo: Repository, table: BlobTable, plan: P
       result.packsWritten++;
       result.bytesWritten += finished.size;
     };
-    for (const n of plan.repack) {
-      if (plan.packType(n) !== type) continue;
-      const id = table.packId(n);
-      const data = await abortable(repo.backend.load(packName(id)), signal);
-      const slots = plan.liveSlots.subarray(plan.from[n], plan.from[n + 1]);
-      const intact = createHash('sha256').update(data).digest('hex') === id;
-      for (const slot of slots) {
-        const loc = table.location(slot);
-        const stored = data.subarray(loc.offset, loc.offset + loc.length);
-        if (!intact) {
-          try {
-            if (stored.length !== loc.length) throw new Error('short');
-            decodeBlob(repo.blobKeys, loc, stored);
-          } catch {
-            throw new EngineError('CORRUPT_DATA', `pack ${id} holds a damaged blob that a snapshot uses; nothing was deleted (run a check)`, { pack: id });
+    try {
+      for (const n of plan.repack) {
+        if (plan.packType(n) !== type) continue;
+        const id = table.packId(n);
+        const data = await abortable(repo.backend.load(packName(id)), signal);
+        const slots = plan.liveSlots.subarray(plan.from[n], plan.from[n + 1]);
+        const intact = createHash('sha256').update(data).digest('hex') === id;
+        for (const slot of slots) {
+          const loc = table.location(slot);
+          const stored = data.subarray(loc.offset, loc.offset + loc.length);
+          if (!intact) {
+            try {
+              if (stored.length !== loc.length) throw new Error('short');
+              decodeBlob(repo.blobKeys, loc, stored);
+            } catch {
+              throw new EngineError('CORRUPT_DATA', `pack ${id} holds a damaged blob that a snapshot uses; nothing was deleted (run a check)`, { pack: id });
+            }
           }
+          writer ??= new PackWriter(repo.backend, type);
+          writer.add({ id: loc.id, data: stored.slice(), comp: loc.comp, rawLength: loc.rawLength }, loc.encrypted);
+          if (writer.size >= limit || writer.blobs.count >= PACK_BLOBS) await close();
         }
-        writer ??= new PackWriter(repo.backend, type);
-        writer.add({ id: loc.id, data: stored.slice(), comp: loc.comp, rawLength: loc.rawLength }, loc.encrypted);
-        if (writer.size >= limit || writer.blobs.count >= PACK_BLOBS) await close();
+        onPack();
       }
-      onPack();
+      await close();
+    } catch (err) {
+      await (writer as PackWriter | null)?.abort(); // its temp file, if the storage writes one, is removed
+      throw err;
     }
-    await close();
   }
 
   let batch: FinishedPack[] = [];

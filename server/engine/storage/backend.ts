@@ -16,13 +16,18 @@ export interface ObjectInfo {
 
 /**
  * How a backup packs blobs for a storage: the size at which a data pack is closed, and how many
- * bytes of packs may be filling or being saved at once (at least a data pack and a tree pack
- * being filled: a smaller budget is raised to that). Pack sizes are not part of the format:
- * readers, prune and check take packs of any size.
+ * bytes of packs may be held in memory, not yet written out. A storage whose ObjectWriter keeps a
+ * pack until it is sealed holds the packs being filled and being saved: its budget must take at
+ * least a data pack and a tree pack being filled (a smaller one is raised to that). One that
+ * writes packs as they fill (`writesAsFilled`: a local directory) holds a slab per open pack and
+ * the writes under way. Pack sizes are not part of the format: readers, prune and check take
+ * packs of any size.
  */
 export interface Packing {
   dataPackBytes: number;
   unwrittenBytes: number;
+  /** The storage's ObjectWriter writes each part out as it comes (else it keeps them until the commit). */
+  writesAsFilled?: boolean;
 }
 
 /**
@@ -52,6 +57,13 @@ export interface Backend {
   /** Removes an object; removing one that does not exist is not an error. */
   remove(name: string): Promise<void>;
   /**
+   * Starts an object written piece by piece and named only at the end (a pack: named by the
+   * hash of its bytes). A local directory appends each piece to a temp file as it comes; an
+   * object store keeps the pieces and saves the whole object at the commit (`bufferedObject`).
+   * Nothing of it is visible under any name before the commit.
+   */
+  create(): ObjectWriter;
+  /**
    * Optional, a hint: `length` bytes of `name` from `offset` will be read, after the ranges
    * announced before. A store where each request costs much (S3) fetches ahead in that order.
    */
@@ -62,6 +74,57 @@ export interface Backend {
    * upload never becomes an object.
    */
   removeUnfinished?(olderThan: Date): Promise<{ count: number; bytes: number }>;
+}
+
+/**
+ * An object being written (`Backend.create`). Every writer ends with `commit` or `abort`.
+ */
+export interface ObjectWriter {
+  /**
+   * Appends `part`. Resolves once the writer holds the part no more, so the caller may reuse or
+   * free it: when written out, or, for a writer that saves whole objects, at the commit or abort.
+   * Resolves even when the write failed: the commit reports the failure.
+   */
+  write(part: Uint8Array): Promise<void>;
+  /**
+   * Makes the bytes written the object `name` (replacing one of that name), atomically and
+   * durably as `save` does; once the promise resolves every write has too. After a failed commit
+   * nothing is left under either name (call `abort` all the same).
+   */
+  commit(name: string): Promise<void>;
+  /** Drops what was written (a temp file is removed); nothing becomes visible. Never rejects. */
+  abort(): Promise<void>;
+}
+
+/** An ObjectWriter for a store that writes whole objects: keeps the parts and saves them at the commit. */
+export function bufferedObject(save: (name: string, parts: readonly Uint8Array[]) => Promise<unknown>): ObjectWriter {
+  let parts: Uint8Array[] = [];
+  let done = false;
+  let settle!: () => void;
+  const released = new Promise<void>((resolve) => (settle = resolve));
+  const end = (): void => {
+    done = true;
+    parts = [];
+    settle();
+  };
+  return {
+    write(part) {
+      if (done) return Promise.resolve();
+      parts.push(part);
+      return released;
+    },
+    async commit(name) {
+      if (done) throw new Error('the object was already committed or aborted');
+      try {
+        await save(name, parts);
+      } finally {
+        end();
+      }
+    },
+    async abort() {
+      end();
+    },
+  };
 }
 
 /** Collects a listing (small prefixes only: index/, snapshots/, keys/). */

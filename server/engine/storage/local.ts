@@ -3,18 +3,24 @@ import { constants } from 'node:fs';
 import { link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { DEFAULT_PACKING, checkName, type Backend, type ObjectInfo, type Packing } from './backend.ts';
+import { DEFAULT_PACKING, checkName, type Backend, type ObjectInfo, type ObjectWriter, type Packing } from './backend.ts';
 import { ObjectNotFoundError, StorageFullError, StorageUnavailableError } from './errors.ts';
 
-/** A local save (write, fsync, rename) keeps up with one pack filling: a pack filling and one saving, not the 64 MiB an object store needs. */
-export const LOCAL_PACKING: Packing = { dataPackBytes: DEFAULT_PACKING.dataPackBytes, unwrittenBytes: 32 * 2 ** 20 };
+/**
+ * Packs are written to their temp file as they fill (`create`), so what a backup holds of them is
+ * a slab being filled per open pack and the writes under way: 8 MiB of those, beyond which the
+ * backup waits for the disk.
+ */
+export const LOCAL_PACKING: Packing = { dataPackBytes: DEFAULT_PACKING.dataPackBytes, unwrittenBytes: 8 * 2 ** 20, writesAsFilled: true };
 
 /**
  * A repository in a local directory. A save goes to a temp name beside its target
  * (".<name>.tmp-<random>", never listed), is fsynced, then renamed (or, with ifAbsent, hard-linked,
  * which fails if the name exists) into place, and the directory is fsynced: a crash leaves the
- * old state or the whole new object, plus stray temps that a prune removes. Files are created
- * 0600 and directories 0700: repository contents are for the service's user only.
+ * old state or the whole new object, plus stray temps that a prune removes. An object written
+ * piece by piece (`create`: a pack) goes to a temp file in the root (".object.tmp-<random>") as
+ * it comes, and is fsynced and renamed into place at the commit. Files are created 0600 and
+ * directories 0700: repository contents are for the service's user only.
  */
 export class LocalBackend implements Backend {
   readonly root: string;
@@ -62,6 +68,10 @@ export class LocalBackend implements Backend {
       await unlink(temp).catch(() => {});
       throw translate(err, name);
     }
+  }
+
+  create(): ObjectWriter {
+    return new LocalObject(join(this.root, `.object.tmp-${randomBytes(6).toString('hex')}`), (name) => this.path(name));
   }
 
   async load(name: string, range?: { offset: number; length: number }): Promise<Uint8Array> {
@@ -160,6 +170,81 @@ export class LocalBackend implements Backend {
   }
 }
 
+/** An object written to its temp file as it comes (see LocalBackend). */
+class LocalObject implements ObjectWriter {
+  private readonly temp: string;
+  private readonly pathOf: (name: string) => string;
+  private file: Promise<FileHandle> | null = null;
+  private size = 0;
+  private readonly writes = new Set<Promise<void>>();
+  private failure: unknown = null;
+  private open = true;
+
+  constructor(temp: string, pathOf: (name: string) => string) {
+    this.temp = temp;
+    this.pathOf = pathOf;
+  }
+
+  write(part: Uint8Array): Promise<void> {
+    if (!this.open || this.failure || part.length === 0) return Promise.resolve();
+    const position = this.size;
+    this.size += part.length;
+    const done = (this.file ??= openTemp(this.temp))
+      .then((fh) => writeAt(fh, part, position))
+      .catch((err: unknown) => {
+        this.failure ??= err;
+      });
+    this.writes.add(done);
+    void done.then(() => this.writes.delete(done));
+    return done;
+  }
+
+  async commit(name: string): Promise<void> {
+    if (!this.open) throw new Error('the object was already committed or aborted');
+    this.open = false;
+    try {
+      const target = this.pathOf(name);
+      await Promise.all(this.writes);
+      if (this.failure) throw this.failure;
+      const fh = await (this.file ??= openTemp(this.temp));
+      await fh.sync();
+      this.file = null;
+      await fh.close();
+      const dir = dirname(target);
+      await rename(this.temp, target).catch(async (err: unknown) => {
+        if (errnoOf(err) !== 'ENOENT') throw err;
+        await makeDirs(dir);
+        await rename(this.temp, target);
+      });
+      await syncDir(dir);
+    } catch (err) {
+      await this.discard();
+      throw translate(err, name);
+    }
+  }
+
+  async abort(): Promise<void> {
+    this.open = false;
+    await this.discard();
+  }
+
+  private async discard(): Promise<void> {
+    await Promise.all(this.writes);
+    const file = this.file;
+    this.file = null;
+    if (file) await file.then((fh) => fh.close()).catch(() => {});
+    await unlink(this.temp).catch(() => {});
+  }
+}
+
+async function writeAt(fh: FileHandle, part: Uint8Array, position: number): Promise<void> {
+  let done = 0;
+  while (done < part.length) {
+    const { bytesWritten } = await fh.write(part, done, part.length - done, position + done);
+    done += bytesWritten;
+  }
+}
+
 async function openTemp(temp: string): Promise<FileHandle> {
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
   try {
@@ -187,6 +272,10 @@ async function makeDirs(dir: string): Promise<void> {
       if (errnoOf(again) !== 'EEXIST') throw again;
     });
   }
+  // The new directory's entry is durable before anything is renamed into it (a parent that may not be read is left as it is).
+  await syncDir(dirname(dir)).catch((err: unknown) => {
+    if (errnoOf(err) !== 'EACCES' && errnoOf(err) !== 'EPERM') throw err;
+  });
 }
 
 export async function syncDir(dir: string): Promise<void> {

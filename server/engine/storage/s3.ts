@@ -9,7 +9,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { checkName, type Backend, type ObjectInfo, type Packing } from './backend.ts';
+import { bufferedObject, checkName, type Backend, type ObjectInfo, type ObjectWriter, type Packing } from './backend.ts';
 import { ObjectNotFoundError, StorageError, StorageUnavailableError } from './errors.ts';
 import { RangeCache, rangeCacheFor, type FetchSink, type RangeCacheOptions } from './range-cache.ts';
 import { DEFAULT_S3_LIMITS, withRetries, type S3Limits } from './s3-retry.ts';
@@ -131,6 +131,11 @@ export class S3Backend implements Backend {
     } finally {
       this.windows?.drop(name);
     }
+  }
+
+  /** An object is uploaded whole (one PutObject, atomic), so its parts are kept until the commit. */
+  create(): ObjectWriter {
+    return bufferedObject((name, parts) => this.save(name, parts));
   }
 
   async load(name: string, range?: { offset: number; length: number }): Promise<Uint8Array> {

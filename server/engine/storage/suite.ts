@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { listAll, type Backend } from './backend.ts';
+import { listAll, type Backend, type ObjectWriter } from './backend.ts';
 import { ObjectNotFoundError } from './errors.ts';
 
 /**
@@ -143,6 +143,113 @@ export function backendSuite(kind: string, open: () => Promise<{ backend: Backen
       for (const n of names) expect(Buffer.from(await b.load(n)).toString()).toBe(n);
       expect((await listAll(b, '')).map((o) => o.name).sort()).toEqual([...names].sort());
     }));
+
+    describe('objects written piece by piece (create)', () => {
+      /** Writes `parts` to a new object without waiting for each write (a writer that saves whole objects resolves them at the commit). */
+      const writeAll = (o: ObjectWriter, parts: readonly Uint8Array[]): Promise<void>[] => parts.map((p) => o.write(p));
+
+      it('commits the parts in order under the name given at the end, every write resolved', withBackend(async (b) => {
+        const parts = [Buffer.from('hello '), Buffer.alloc(0), Buffer.from('piece'), Buffer.from(' by piece')];
+        const o = b.create();
+        const writes = writeAll(o, parts);
+        await o.commit('data/ab/streamed');
+        let resolved = 0;
+        await Promise.all(writes.map((w) => w.then(() => resolved++)));
+        expect(resolved).toBe(parts.length);
+        expect(Buffer.from(await b.load('data/ab/streamed')).toString()).toBe('hello piece by piece');
+        expect(Buffer.from(await b.load('data/ab/streamed', { offset: 6, length: 5 })).toString()).toBe('piece');
+        expect(await b.stat('data/ab/streamed')).toMatchObject({ name: 'data/ab/streamed', size: 20 });
+        expect((await listAll(b, '')).map((o) => o.name)).toEqual(['data/ab/streamed']);
+        await o.abort(); // after a commit: nothing to drop, and the object stays
+        expect((await b.stat('data/ab/streamed')).size).toBe(20);
+      }));
+
+      it('shows nothing under any name before the commit, and nothing at all after an abort', withBackend(async (b) => {
+        const o = b.create();
+        const writes = writeAll(o, [randomBytes(3 * 1024 * 1024), randomBytes(1000)]);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(await listAll(b, '')).toEqual([]);
+        await o.abort();
+        await Promise.all(writes);
+        expect(await listAll(b, '')).toEqual([]);
+        await expect(o.commit('data/00/never')).rejects.toThrow();
+        await expect(b.stat('data/00/never')).rejects.toBeInstanceOf(ObjectNotFoundError);
+        expect(await listAll(b, '')).toEqual([]);
+      }));
+
+      it('stores a large object from many writes, replacing one of that name, and reads ranges of it', withBackend(async (b) => {
+        await b.save('data/bb/large', [Buffer.from('old')]);
+        const parts = Array.from({ length: 1500 }, () => randomBytes(16 * 1024)); // 24 MiB
+        const whole = Buffer.concat(parts);
+        const o = b.create();
+        const writes = writeAll(o, parts);
+        await o.commit('data/bb/large');
+        await Promise.all(writes);
+        expect((await b.stat('data/bb/large')).size).toBe(whole.length);
+        const at = 17 * 1024 * 1024 + 5;
+        expect(Buffer.from(await b.load('data/bb/large', { offset: at, length: 4096 })).equals(whole.subarray(at, at + 4096))).toBe(true);
+        expect(Buffer.from(await b.load('data/bb/large')).equals(whole)).toBe(true);
+      }));
+
+      it('keeps concurrent writers apart, writes of each interleaved with the others', withBackend(async (b) => {
+        const payloads = Array.from({ length: 8 }, () => Array.from({ length: 8 }, () => randomBytes(32 * 1024)));
+        const writers = payloads.map(() => b.create());
+        const writes: Promise<void>[] = [];
+        for (let k = 0; k < 8; k++) for (const [i, o] of writers.entries()) writes.push(o.write(payloads[i]![k]!));
+        await Promise.all(writers.map((o, i) => o.commit(`data/${String(i).padStart(2, '0')}/obj`)));
+        await Promise.all(writes);
+        for (const [i, parts] of payloads.entries()) expect(Buffer.from(await b.load(`data/${String(i).padStart(2, '0')}/obj`)).equals(Buffer.concat(parts))).toBe(true);
+      }));
+
+      it('commits an empty object', withBackend(async (b) => {
+        const o = b.create();
+        await o.commit('index/empty');
+        expect((await b.stat('index/empty')).size).toBe(0);
+      }));
+
+      it('never shows part of it: a reader polling while it is written and committed sees nothing or all of it', withBackend(async (b) => {
+        const parts = Array.from({ length: 32 }, () => randomBytes(1024 * 1024));
+        const whole = Buffer.concat(parts);
+        let done = false;
+        const seen = { absent: 0, whole: 0 };
+        const poll = (async () => {
+          while (!done) {
+            for (const listed of await listAll(b, '')) expect([listed.name, listed.size]).toEqual(['data/cc/big', whole.length]);
+            try {
+              const info = await b.stat('data/cc/big');
+              expect(info.size).toBe(whole.length);
+              const tail = Buffer.from(await b.load('data/cc/big', { offset: whole.length - 4096, length: 4096 }));
+              expect(tail.equals(whole.subarray(whole.length - 4096))).toBe(true);
+              seen.whole++;
+            } catch (err) {
+              if (!(err instanceof ObjectNotFoundError)) throw err;
+              seen.absent++;
+            }
+          }
+        })();
+        try {
+          const o = b.create();
+          for (const p of parts) {
+            void o.write(p);
+            await new Promise((resolve) => setImmediate(resolve)); // the pieces come over time, as a pack's do
+          }
+          await o.commit('data/cc/big');
+        } finally {
+          done = true;
+          await poll;
+        }
+        expect(seen.absent).toBeGreaterThan(0);
+        expect(Buffer.from(await b.load('data/cc/big')).equals(whole)).toBe(true);
+      }));
+
+      it('refuses a name that is not a clean relative path at the commit, leaving nothing', withBackend(async (b) => {
+        const o = b.create();
+        void o.write(Buffer.from('x'));
+        await expect(o.commit('../escape')).rejects.toBeInstanceOf(TypeError);
+        await o.abort();
+        expect(await listAll(b, '')).toEqual([]);
+      }));
+    });
 
     it('rejects names that are not clean relative paths', withBackend(async (b) => {
       for (const bad of ['../escape', 'data//x', './config', '', 'a/../b']) {

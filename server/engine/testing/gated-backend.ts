@@ -1,4 +1,4 @@
-import type { Backend, ObjectInfo } from '../storage/backend.ts';
+import type { Backend, ObjectInfo, ObjectWriter } from '../storage/backend.ts';
 
 /**
  * A real backend whose next listing of `prefix` first runs `meanwhile` (another writer's work,
@@ -21,6 +21,9 @@ export class GatedBackend implements Backend {
 
   save(name: string, parts: readonly Uint8Array[], options?: { ifAbsent?: boolean }): Promise<boolean> {
     return this.inner.save(name, parts, options);
+  }
+  create(): ObjectWriter {
+    return this.inner.create();
   }
   load(name: string, range?: { offset: number; length: number }): Promise<Uint8Array> {
     return this.inner.load(name, range);
