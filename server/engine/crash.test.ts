@@ -44,7 +44,13 @@ it('survives SIGKILL mid-backup: the repository verifies, older snapshots restor
   expect(run.bytesDone).toBeLessThan(bulkBytes);
   expect((await readdir(join(repoDir, 'data'), { recursive: true })).length).toBeGreaterThan(8); // it did write packs
 
+  // The packs it was filling are temp files beside the repository's objects, never under a pack's name; a prune's sweep removes them.
+  const temps = (await readdir(repoDir, { recursive: true })).filter((f) => f.includes('.tmp-'));
+  expect(temps.length).toBeGreaterThan(0);
+  for (const f of temps) expect(f).toMatch(/^\.object\.tmp-[0-9a-f]+$/);
   const after = await reopen();
+  expect(await after.backend.removeUnfinished!(new Date(Date.now() + 1000))).toMatchObject({ count: temps.length });
+  expect((await readdir(repoDir, { recursive: true })).filter((f) => f.includes('.tmp-'))).toEqual([]);
   expect((await after.snapshots()).map((s) => s.id)).toEqual([first.snapshotId]);
   const check = await verify(after);
   expect(check.errors).toEqual([]);
