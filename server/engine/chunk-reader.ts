@@ -28,7 +28,12 @@ export class ChunkReader {
     this.pool = pool;
     this.signal = signal;
     this.budget = new Budget(budgetBytes, signal);
-    this.runs = new RunReader(pool, (range) => loadRange(repo, range), (loc) => this.read(loc));
+    this.runs = new RunReader(pool, (range) => loadRange(repo, range), (loc) => this.read(loc), signal);
+  }
+
+  /** A data blob's location when the index has it now (no promise made); else see `locate`. */
+  find(id: Uint8Array): BlobLocation | undefined {
+    return this.repo.index.find(id, 'data');
   }
 
   async locate(id: Uint8Array, type: BlobType = 'data'): Promise<BlobLocation> {
@@ -53,12 +58,12 @@ export class ChunkReader {
    * for at the same time (see run-reader.ts): a view of a shared buffer, never to be released.
    */
   readSmall(loc: BlobLocation): Promise<Uint8Array> {
-    return abortable(this.runs.read(loc), this.signal);
+    return this.runs.read(loc);
   }
 
   /** Like readSmall, but a worker writes the restore's small file with the plaintext: null once written (see RunReader.read). */
   writeSmall(loc: BlobLocation, file: SmallFile): Promise<Uint8Array | null> {
-    return abortable(this.runs.read(loc, file), this.signal);
+    return this.runs.read(loc, file);
   }
 
   /** The plaintext of a data blob, checked. */

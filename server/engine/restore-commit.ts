@@ -85,9 +85,12 @@ export class Commits {
     await this.written();
   }
 
-  /** A file or symlink written under its real name inside a hidden directory: it counts toward the batch. */
-  async written(): Promise<void> {
-    if (++this.files >= BATCH_FILES) await this.commit();
+  /**
+   * A file or symlink written under its real name inside a hidden directory: it counts toward
+   * the batch. The commit to wait for when it completed one, else null (no promise per file).
+   */
+  written(): Promise<void> | null {
+    return ++this.files >= BATCH_FILES ? this.commit() : null;
   }
 
   /**

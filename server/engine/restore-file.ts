@@ -138,16 +138,18 @@ export async function writeFile(ctx: FileWriteContext, dir: EntryDir, node: Tree
  */
 async function writeSmall(ctx: FileWriteContext, dir: EntryDir, node: TreeNode, name: Uint8Array): Promise<void> {
   const { reader, progress, signal } = ctx;
-  // A copy of its own: the name goes to a worker, and a view of Buffer's pool would be sent with the whole pool slab.
-  const file: SmallFile = { dirFd: dir.fd, made: dir.made, name: new Uint8Array(name), mode: node.mode, mtime: seconds(node.mtimeNs) };
+  // A copy of its own only when it is a view: the name goes to a worker, and a view of Buffer's pool would be sent with the whole pool slab.
+  const own = name.byteOffset === 0 && name.byteLength === name.buffer.byteLength ? name : new Uint8Array(name);
+  const file: SmallFile = { dirFd: dir.fd, made: dir.made, name: own, mode: node.mode, mtime: seconds(node.mtimeNs) };
   const id = node.chunks?.[0];
   if (id === undefined) {
     throwIfAborted(signal);
     await ctx.writeSmall(file, new Uint8Array(0));
     return;
   }
-  const loc = await reader.locate(id);
-  await reader.budget.acquire(loc.rawLength);
+  // The common case waits once: the blob is in the index and the budget has room.
+  const loc = reader.find(id) ?? (await reader.locate(id));
+  if (!reader.budget.tryAcquire(loc.rawLength)) await reader.budget.acquire(loc.rawLength);
   try {
     const data = await reader.writeSmall(loc, file);
     if (data) {

@@ -17,7 +17,8 @@ import type { Selection } from './select.ts';
 import { childPath } from './snapshot.ts';
 import { DIR_FLAGS, atPath, openFd } from './source.ts';
 import { SnapshotTrees } from './trees.ts';
-import { TreeCursor } from './tree.ts';
+import { toHex } from './codec.ts';
+import { TreeCursor, compareNames, validName } from './tree.ts';
 import type { TreeNode } from './tree.ts';
 import type { Overwrite, Progress, Warnings } from './types.ts';
 import { WarningList } from './warnings.ts';
@@ -94,6 +95,12 @@ class Slots {
   constructor(n: number) {
     this.free = n;
   }
+  /** Takes one if one is free now (no promise made). */
+  tryTake(): boolean {
+    if (this.free === 0) return false;
+    this.free--;
+    return true;
+  }
   async take(signal: AbortSignal): Promise<void> {
     while (this.free === 0) {
       throwIfAborted(signal);
@@ -110,6 +117,60 @@ class Slots {
   give(): void {
     this.free++;
     this.waiters.shift()?.();
+  }
+}
+
+/**
+ * The entries of one directory still being written: a count and one waiter, rather than a
+ * promise kept per entry until the directory is done (thousands of those outlived the young
+ * generation's collections).
+ */
+class Entries {
+  private left = 0;
+  private waiter: (() => void) | null = null;
+  add(): void {
+    this.left++;
+  }
+  done(): void {
+    if (--this.left === 0 && this.waiter) this.waiter();
+  }
+  /** Resolves once every entry added is done. */
+  settled(): Promise<void> | null {
+    if (this.left === 0) return null;
+    return new Promise((resolve) => (this.waiter = resolve));
+  }
+}
+
+/**
+ * A stored tree's nodes, each built only when the walk reaches it, checked as decodeTree checks
+ * them (names safe and in order). Decoded all at once, a directory's nodes lived until its whole
+ * subtree was walked, with an array of their own per name, id and chunk list: about a third of
+ * what the main thread promoted out of its young generation. Here names and ids are views of the
+ * tree's plaintext (a name sent to a worker is copied first, restore-file.ts), the node's ctime
+ * and inode are not read, its sha256 only when `sums` (an `if_changed` restore compares it).
+ */
+function* storedNodes(plain: Uint8Array, what: string, sums: boolean): Generator<TreeNode> {
+  const c = new TreeCursor(plain, what);
+  const b = c.bytes;
+  let previous: Uint8Array | null = null;
+  while (c.next()) {
+    const name = b.subarray(c.nameAt, c.nameAt + c.nameLength);
+    if (!validName(name)) throw c.bad('an entry has an unsafe name');
+    if (previous && compareNames(previous, name) >= 0) throw c.bad('entries are not in name order');
+    previous = name;
+    const node: TreeNode = { name, type: c.type, mode: c.mode, mtimeNs: b.readBigInt64LE(c.statAt), ctimeNs: 0n, ino: 0n, size: 0 };
+    if (c.type === 'f') {
+      node.size = c.size;
+      if (sums) node.sha256 = b.subarray(c.sha256At, c.sha256At + 32);
+      const chunks: Uint8Array[] = [];
+      for (let k = 0; k < c.chunkCount; k++) chunks.push(b.subarray(c.chunksAt + 32 * k, c.chunksAt + 32 * k + 32));
+      node.chunks = chunks;
+    } else if (c.type === 'd') {
+      node.subtree = b.subarray(c.subtreeAt, c.subtreeAt + 32);
+    } else {
+      node.link = b.subarray(c.linkAt, c.linkAt + c.linkLength);
+    }
+    yield node;
   }
 }
 
@@ -311,13 +372,13 @@ class RestoreJob {
   private async dir(
     dir: Dir,
     rel: Uint8Array,
-    nodes: TreeNode[],
+    nodes: Iterable<TreeNode>,
     selection: Selection,
     created: boolean,
     meta: TreeNode | false,
     hidden: { parent: Dir; temp: number } | null,
   ): Promise<() => Promise<void>> {
-    const own: Promise<void>[] = [];
+    const own = new Entries();
     const subdirs: Promise<void>[] = [];
     const tally: Tally = { files: 0, bytes: 0 };
     try {
@@ -325,33 +386,34 @@ class RestoreJob {
         if (this.signal.aborted || dir.failed) break;
         const sel = below(selection, node.name);
         if (sel === undefined) continue;
-        const path = childPath(rel, node.name);
         if (this.opts.beforeCreate) {
           await dir.opened(this.flushWrites).catch(() => {}); // the hook sees the directory the entry goes into
-          await this.opts.beforeCreate(path, TYPE_NAMES[node.type]);
+          await this.opts.beforeCreate(childPath(rel, node.name), TYPE_NAMES[node.type]);
         }
         if (node.type === 'd') {
-          const children = await this.trees.children(node);
+          const path = childPath(rel, node.name);
+          const children = await this.entriesOf(node);
           const sub = this.openDir(dir, node, path, created);
           if (!sub) continue;
           const made = sub.made !== undefined;
-          const done = await this.dir(sub, path, children.nodes, sel, made, sel === ALL ? node : false, made ? { parent: dir, temp: sub.made! } : null);
+          const done = await this.dir(sub, path, children, sel, made, sel === ALL ? node : false, made ? { parent: dir, temp: sub.made! } : null);
           subdirs.push(observed(done()));
         } else if (sel === ALL) {
           const slots = (node.chunks?.length ?? 0) > 1 ? this.largeSlots : this.smallSlots;
-          await slots.take(this.signal);
+          if (!slots.tryTake()) await slots.take(this.signal);
           if (this.signal.aborted) {
             slots.give();
             break;
           }
-          own.push(observed(this.entry(dir, node, path, created, hidden ? tally : null).finally(() => slots.give())));
+          own.add();
+          void this.entry(dir, node, rel, created, hidden ? tally : null, slots, own);
         }
       }
     } catch (err) {
       this.stop(err);
     }
     const finished = (async () => {
-      await Promise.allSettled(own);
+      await own.settled();
       // Nothing more is written into it by the writer: its descriptor there is closed (in order, after the entries made in it).
       if (dir.made !== undefined) void this.pool.write({ op: 'release', made: dir.made }).catch(() => {});
       let there = true;
@@ -371,6 +433,13 @@ class RestoreJob {
       if (there && !this.signal.aborted) await this.commits.dirDone(dir.fd, meta, rel).catch((err: unknown) => this.stop(err));
     })();
     return () => finished;
+  }
+
+  /** The entries of a directory node, one at a time from its stored tree (see storedNodes), or a format-1 snapshot's nodes. */
+  private async entriesOf(node: TreeNode): Promise<Iterable<TreeNode>> {
+    const stored = node.subtree ? await this.trees.stored(node.subtree) : null;
+    if (!stored) return (await this.trees.children(node)).nodes;
+    return storedNodes(stored.plain, `tree ${toHex(node.subtree!)}`, this.opts.overwrite === 'if_changed');
   }
 
   /** A directory that could not be made or opened: a warning when the target changed under the restore. */
@@ -446,11 +515,12 @@ class RestoreJob {
    * Restores one file or symlink, unless `overwrite` keeps what is there. In a hidden directory
    * (`tally`, which counts what it holds) under its real name, else under a temp name of its own.
    */
-  private async entry(dir: Dir, node: TreeNode, path: Uint8Array, parentCreated: boolean, tally: Tally | null): Promise<void> {
+  private async entry(dir: Dir, node: TreeNode, rel: Uint8Array, parentCreated: boolean, tally: Tally | null, slots: Slots, group: Entries): Promise<void> {
     const dirFd = dir.fd; // open here when the restore did not make the directory
     try {
       const st = parentCreated ? null : await existing(dirFd, node.name);
       if (st) {
+        const path = childPath(rel, node.name);
         if (st.isDirectory()) throw new EngineError('RESTORE_CONFLICT', `${pathToText(path)} exists as a directory`, { path: pathToText(path) });
         const keep =
           this.opts.overwrite === 'never' ||
@@ -474,10 +544,14 @@ class RestoreJob {
       if (tally) {
         tally.files++;
         tally.bytes += size;
-        await this.commits.written();
-      } else await this.commits.file(dirFd, temp!, path, size);
+        const committing = this.commits.written();
+        if (committing) await committing;
+      } else await this.commits.file(dirFd, temp!, childPath(rel, node.name), size);
     } catch (err) {
-      if (!dir.failed) this.failed(path, err);
+      if (!dir.failed) this.failed(childPath(rel, node.name), err);
+    } finally {
+      slots.give();
+      group.done();
     }
   }
 }

@@ -1,6 +1,6 @@
 import type { BlobLocation } from './blob-table.ts';
 import type { BlobRef } from './blob.ts';
-import { EngineError, fromPostedErrno } from './errors.ts';
+import { EngineError, cancelled, fromPostedErrno, whenAborted } from './errors.ts';
 import { WRITE_BATCH_FILES, type SmallFile } from './restore-write.ts';
 
 /**
@@ -54,16 +54,31 @@ export class RunReader {
   private readonly load: Load;
   private readonly single: (loc: BlobLocation) => Promise<Uint8Array>;
   private readonly pool: RunDecoder;
+  private readonly signal: AbortSignal | undefined;
+  /** Runs being read or decoded: rejected at once when the signal aborts. */
+  private readonly inFlight = new Set<Pending[]>();
 
   /**
    * `load` reads a range of a pack (with the storage's failures already in engine terms);
    * `single` reads one blob on its own, following it when a prune has moved it since the index
-   * was loaded — used for each blob of a run whose pack is gone.
+   * was loaded — used for each blob of a run whose pack is gone. Every read rejects with
+   * CANCELLED as soon as `signal` aborts: one listener for the reader, not a wrapping promise
+   * per read (those outlived the young generation's collections by the thousand).
    */
-  constructor(pool: RunDecoder, load: Load, single: (loc: BlobLocation) => Promise<Uint8Array>) {
+  constructor(pool: RunDecoder, load: Load, single: (loc: BlobLocation) => Promise<Uint8Array>, signal?: AbortSignal) {
     this.pool = pool;
     this.load = load;
     this.single = single;
+    this.signal = signal;
+    if (signal) whenAborted(signal, () => this.cancel());
+  }
+
+  private cancel(): void {
+    const err = cancelled();
+    for (const p of this.pending) p.reject(err);
+    this.pending = [];
+    for (const run of this.inFlight) for (const p of run) p.reject(err);
+    this.inFlight.clear();
   }
 
   /**
@@ -74,6 +89,7 @@ export class RunReader {
   read(loc: BlobLocation): Promise<Uint8Array>;
   read(loc: BlobLocation, file: SmallFile): Promise<Uint8Array | null>;
   read(loc: BlobLocation, file?: SmallFile): Promise<Uint8Array | null> {
+    if (this.signal?.aborted) return Promise.reject(cancelled());
     return new Promise((resolve, reject) => {
       this.pending.push({ loc, file, resolve, reject });
       if (this.scheduled) return;
@@ -90,6 +106,7 @@ export class RunReader {
   private async readRun(run: Pending[]): Promise<void> {
     const first = run[0]!.loc;
     const last = run.at(-1)!.loc;
+    this.inFlight.add(run);
     try {
       const data = await this.load({ pack: first.pack, offset: first.offset, length: last.offset + last.length - first.offset });
       const blobs = run.map(({ loc, file }): RunBlob => ({ ref: { id: loc.id, encrypted: loc.encrypted, comp: loc.comp, rawLength: loc.rawLength }, offset: loc.offset - first.offset, length: loc.length, ...(file ? { file } : {}) }));
@@ -101,11 +118,13 @@ export class RunReader {
         else p.resolve(p.file ? null : decoded.data.subarray(i === 0 ? 0 : decoded.ends[i - 1], decoded.ends[i]));
       });
     } catch (err) {
-      const packGone = err instanceof EngineError && err.details.missing === true;
+      const packGone = err instanceof EngineError && err.details.missing === true && !this.signal?.aborted;
       for (const p of run) {
         if (packGone) this.single(p.loc).then(p.resolve, p.reject);
         else p.reject(err);
       }
+    } finally {
+      this.inFlight.delete(run);
     }
   }
 }
