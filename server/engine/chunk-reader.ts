@@ -7,6 +7,7 @@ import type { WorkerPool } from './pool.ts';
 import type { Repository } from './repository.ts';
 import type { SmallFile } from './restore-write.ts';
 import { RunReader } from './run-reader.ts';
+import type { RunRead } from './run-reader.ts';
 import { ObjectNotFoundError } from './storage/errors.ts';
 
 /**
@@ -64,6 +65,11 @@ export class ChunkReader {
   /** Like readSmall, but a worker writes the restore's small file with the plaintext: null once written (see RunReader.read). */
   writeSmall(loc: BlobLocation, file: SmallFile): Promise<Uint8Array | null> {
     return this.runs.read(loc, file);
+  }
+
+  /** Like writeSmall, settling `read` itself (see RunReader.submit). */
+  submitSmall(read: RunRead): void {
+    this.runs.submit(read);
   }
 
   /** The plaintext of a data blob, checked. */

@@ -53,7 +53,7 @@ export function tempName(n: number): Buffer {
   return Buffer.from(`${TEMP_PREFIX}${n.toString(36)}`, 'latin1');
 }
 
-function seconds(ns: bigint): number {
+export function seconds(ns: bigint): number {
   return Number(ns / 1000n) / 1e6;
 }
 

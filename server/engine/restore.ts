@@ -9,7 +9,7 @@ import { ProgressReporter } from './progress.ts';
 import type { Repository } from './repository.ts';
 import { Commits } from './restore-commit.ts';
 import type { Tally } from './restore-commit.ts';
-import { existing, existingSync, isSmall, newTemp, sameContent, tempName, writeFile, writeLink } from './restore-file.ts';
+import { existing, existingSync, isSmall, newTemp, sameContent, seconds, tempName, writeFile, writeLink } from './restore-file.ts';
 import type { EntryDir, FileWriteContext } from './restore-file.ts';
 import { WRITE_BATCH_FILES, type SmallFile } from './restore-write.ts';
 import { ALL, below, select } from './select.ts';
@@ -23,6 +23,8 @@ import type { TreeNode } from './tree.ts';
 import type { Overwrite, Progress, Warnings } from './types.ts';
 import { WarningList } from './warnings.ts';
 import type { WriteResult } from './worker.ts';
+import type { BlobLocation } from './blob-table.ts';
+import type { RunRead } from './run-reader.ts';
 
 export interface RestoreOptions {
   target: string;
@@ -138,6 +140,51 @@ class Entries {
   settled(): Promise<void> | null {
     if (this.left === 0) return null;
     return new Promise((resolve) => (this.waiter = resolve));
+  }
+}
+
+/**
+ * A small file on the common path: in a directory the restore made (nothing there to look at),
+ * its one chunk in the index and budget free. The run reader settles this one record (the
+ * writer wrote the file, or why not), instead of three async functions' frames and their
+ * promises per file, which were most of what the main thread allocated per file and, with 128
+ * files in flight, what outlived its young generation's collections.
+ */
+class SmallEntry implements RunRead {
+  readonly loc: BlobLocation;
+  readonly file: SmallFile;
+  readonly job: RestoreJob;
+  readonly dir: Dir;
+  readonly rel: Uint8Array;
+  /** The node's name (a view of its tree): for the path of a failure. */
+  readonly name: Uint8Array;
+  readonly size: number;
+  readonly tally: Tally;
+  readonly group: Entries;
+  private settled = false;
+
+  constructor(job: RestoreJob, loc: BlobLocation, file: SmallFile, dir: Dir, rel: Uint8Array, name: Uint8Array, size: number, tally: Tally, group: Entries) {
+    this.job = job;
+    this.loc = loc;
+    this.file = file;
+    this.dir = dir;
+    this.rel = rel;
+    this.name = name;
+    this.size = size;
+    this.tally = tally;
+    this.group = group;
+  }
+
+  resolve(data: Uint8Array | null): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.job.smallWritten(this, data);
+  }
+
+  reject(err: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.job.smallFailed(this, err);
   }
 }
 
@@ -406,7 +453,12 @@ class RestoreJob {
             break;
           }
           own.add();
-          void this.entry(dir, node, rel, created, hidden ? tally : null, slots, own);
+          const loc = hidden && !this.opts.beforeCreate && node.chunks?.length === 1 ? this.reader.find(node.chunks[0]!) : undefined;
+          if (loc && this.reader.budget.tryAcquire(loc.rawLength)) {
+            // A copy of the name: a view of the tree would be sent to the writer with all of it.
+            const file: SmallFile = { dirFd: dir.fd, made: dir.made, name: new Uint8Array(node.name), mode: node.mode, mtime: seconds(node.mtimeNs) };
+            this.reader.submitSmall(new SmallEntry(this, loc, file, dir, rel, node.name, node.size, tally, own));
+          } else void this.entry(dir, node, rel, created, hidden ? tally : null, slots, own);
         }
       }
     } catch (err) {
@@ -440,6 +492,50 @@ class RestoreJob {
     const stored = node.subtree ? await this.trees.stored(node.subtree) : null;
     if (!stored) return (await this.trees.children(node)).nodes;
     return storedNodes(stored.plain, `tree ${toHex(node.subtree!)}`, this.opts.overwrite === 'if_changed');
+  }
+
+  /** A small file of the common path is written (`data` null), or its chunk was read on its own (the writer gets its plaintext). */
+  smallWritten(e: SmallEntry, data: Uint8Array | null): void {
+    if (data) {
+      void this.smallAlone(e, data);
+      return;
+    }
+    this.reader.budget.release(e.loc.rawLength);
+    this.progress.add(1, e.loc.rawLength);
+    this.result.sizeBytes += e.size;
+    this.result.filesRestored++;
+    e.tally.files++;
+    e.tally.bytes += e.size;
+    const committing = this.commits.written();
+    if (!committing) this.smallFreed(e);
+    else
+      committing.then(
+        () => this.smallFreed(e),
+        (err: unknown) => this.smallFailed(e, err, false),
+      );
+  }
+
+  private async smallAlone(e: SmallEntry, data: Uint8Array): Promise<void> {
+    try {
+      throwIfAborted(this.signal);
+      await this.files.writeSmall(e.file, data);
+    } catch (err) {
+      this.smallFailed(e, err);
+      return;
+    }
+    this.smallWritten(e, null);
+  }
+
+  /** A small file of the common path failed (`budget`: it still holds its budget): reported as entry() reports it. */
+  smallFailed(e: SmallEntry, err: unknown, budget = true): void {
+    if (budget) this.reader.budget.release(e.loc.rawLength);
+    if (!e.dir.failed) this.failed(childPath(e.rel, e.name), err);
+    this.smallFreed(e);
+  }
+
+  private smallFreed(e: SmallEntry): void {
+    this.smallSlots.give();
+    e.group.done();
   }
 
   /** A directory that could not be made or opened: a warning when the target changed under the restore. */

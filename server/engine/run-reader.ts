@@ -41,12 +41,19 @@ const RUN_BLOBS = WRITE_BATCH_FILES;
 
 type Load = (loc: { pack: string; offset: number; length: number }) => Promise<Uint8Array>;
 
-interface Pending {
-  loc: BlobLocation;
-  file: SmallFile | undefined;
-  resolve: (data: Uint8Array | null) => void;
-  reject: (err: unknown) => void;
+/**
+ * One read of a run: settled once, by the run's answer or the signal. A caller that reads many
+ * small files gives a record of its own whose methods do what comes next (restore.ts), instead
+ * of a promise per read.
+ */
+export interface RunRead {
+  readonly loc: BlobLocation;
+  readonly file: SmallFile | undefined;
+  /** The plaintext (a view of the run's buffer), or null when the worker wrote `file` with it. */
+  resolve(data: Uint8Array | null): void;
+  reject(err: unknown): void;
 }
+type Pending = RunRead;
 
 export class RunReader {
   private pending: Pending[] = [];
@@ -90,16 +97,23 @@ export class RunReader {
   read(loc: BlobLocation, file: SmallFile): Promise<Uint8Array | null>;
   read(loc: BlobLocation, file?: SmallFile): Promise<Uint8Array | null> {
     if (this.signal?.aborted) return Promise.reject(cancelled());
-    return new Promise((resolve, reject) => {
-      this.pending.push({ loc, file, resolve, reject });
-      if (this.scheduled) return;
-      this.scheduled = true;
-      setImmediate(() => {
-        this.scheduled = false;
-        const batch = this.pending;
-        this.pending = [];
-        for (const run of runs(batch)) void this.readRun(run);
-      });
+    return new Promise((resolve, reject) => this.submit({ loc, file, resolve, reject }));
+  }
+
+  /** Like read, settling `read` itself; once the signal aborted, it is rejected at once. */
+  submit(read: RunRead): void {
+    if (this.signal?.aborted) {
+      read.reject(cancelled());
+      return;
+    }
+    this.pending.push(read);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      const batch = this.pending;
+      this.pending = [];
+      for (const run of runs(batch)) void this.readRun(run);
     });
   }
 
@@ -111,6 +125,7 @@ export class RunReader {
       const data = await this.load({ pack: first.pack, offset: first.offset, length: last.offset + last.length - first.offset });
       const blobs = run.map(({ loc, file }): RunBlob => ({ ref: { id: loc.id, encrypted: loc.encrypted, comp: loc.comp, rawLength: loc.rawLength }, offset: loc.offset - first.offset, length: loc.length, ...(file ? { file } : {}) }));
       const decoded = await this.pool.decodeRun(blobs, data);
+      if (!this.inFlight.has(run)) return; // cancelled meanwhile: settled already
       run.forEach((p, i) => {
         const error = decoded.errors[i];
         if (error?.errno) p.reject(fromPostedErrno(error));
@@ -118,9 +133,14 @@ export class RunReader {
         else p.resolve(p.file ? null : decoded.data.subarray(i === 0 ? 0 : decoded.ends[i - 1], decoded.ends[i]));
       });
     } catch (err) {
+      if (!this.inFlight.has(run)) return;
       const packGone = err instanceof EngineError && err.details.missing === true && !this.signal?.aborted;
       for (const p of run) {
-        if (packGone) this.single(p.loc).then(p.resolve, p.reject);
+        if (packGone)
+          this.single(p.loc).then(
+            (data) => p.resolve(data),
+            (e: unknown) => p.reject(e),
+          );
         else p.reject(err);
       }
     } finally {
