@@ -53,6 +53,11 @@ export function tempName(n: number): Buffer {
   return Buffer.from(`${TEMP_PREFIX}${n.toString(36)}`, 'latin1');
 }
 
+/** Bytes as a latin1 string (see SmallFile.name). */
+export function latin1(bytes: Uint8Array): string {
+  return Buffer.prototype.latin1Slice.call(bytes, 0, bytes.length) as string;
+}
+
 export function seconds(ns: bigint): number {
   return Number(ns / 1000n) / 1e6;
 }
@@ -138,9 +143,7 @@ export async function writeFile(ctx: FileWriteContext, dir: EntryDir, node: Tree
  */
 async function writeSmall(ctx: FileWriteContext, dir: EntryDir, node: TreeNode, name: Uint8Array): Promise<void> {
   const { reader, progress, signal } = ctx;
-  // A copy of its own only when it is a view: the name goes to a worker, and a view of Buffer's pool would be sent with the whole pool slab.
-  const own = name.byteOffset === 0 && name.byteLength === name.buffer.byteLength ? name : new Uint8Array(name);
-  const file: SmallFile = { dirFd: dir.fd, made: dir.made, name: own, mode: node.mode, mtime: seconds(node.mtimeNs) };
+  const file: SmallFile = { dirFd: dir.fd, made: dir.made, name: latin1(name), mode: node.mode, mtime: seconds(node.mtimeNs) };
   const id = node.chunks?.[0];
   if (id === undefined) {
     throwIfAborted(signal);

@@ -25,7 +25,8 @@ export const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O
 export interface SmallFile {
   dirFd: number;
   made?: number;
-  name: Uint8Array;
+  /** The name's bytes as a latin1 string (one char a byte): a string costs the main thread, and the message, a fraction of an array buffer. */
+  name: string;
   mode: number;
   /** Seconds since the epoch (fractional). */
   mtime: number;
@@ -51,7 +52,7 @@ const UMASK = (() => {
 
 /** Writes `data` as the file in the directory open as `dirFd`; a failure removes what was created and is thrown (an errno error). */
 export function writeSmallFile(file: SmallFile, data: Uint8Array, dirFd: number): void {
-  const path = atPath(dirFd, file.name);
+  const path = atPath(dirFd, Buffer.from(file.name, 'latin1'));
   const mode = restoredFileMode(file.mode);
   let fd = openSync(path, CREATE_FLAGS, mode & 0o777);
   try {

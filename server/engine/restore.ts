@@ -9,7 +9,7 @@ import { ProgressReporter } from './progress.ts';
 import type { Repository } from './repository.ts';
 import { Commits } from './restore-commit.ts';
 import type { Tally } from './restore-commit.ts';
-import { existing, existingSync, isSmall, newTemp, sameContent, seconds, tempName, writeFile, writeLink } from './restore-file.ts';
+import { existing, existingSync, isSmall, latin1, newTemp, sameContent, seconds, tempName, writeFile, writeLink } from './restore-file.ts';
 import type { EntryDir, FileWriteContext } from './restore-file.ts';
 import { WRITE_BATCH_FILES, type SmallFile } from './restore-write.ts';
 import { ALL, below, select } from './select.ts';
@@ -20,7 +20,7 @@ import { SnapshotTrees } from './trees.ts';
 import { toHex } from './codec.ts';
 import { TreeCursor, compareNames, validName } from './tree.ts';
 import type { TreeNode } from './tree.ts';
-import type { Overwrite, Progress, Warnings } from './types.ts';
+import type { CompressionCode, Overwrite, Progress, Warnings } from './types.ts';
 import { WarningList } from './warnings.ts';
 import type { WriteResult } from './worker.ts';
 import type { BlobLocation } from './blob-table.ts';
@@ -148,31 +148,52 @@ class Entries {
  * its one chunk in the index and budget free. The run reader settles this one record (the
  * writer wrote the file, or why not), instead of three async functions' frames and their
  * promises per file, which were most of what the main thread allocated per file and, with 128
- * files in flight, what outlived its young generation's collections.
+ * files in flight, what outlived its young generation's collections. It is its own location
+ * (the index's answer is read and dropped, its pack name shared with the file before), and
+ * it keeps no node of the tree.
  */
-class SmallEntry implements RunRead {
-  readonly loc: BlobLocation;
+class SmallEntry implements RunRead, BlobLocation {
+  readonly id: Uint8Array;
+  readonly type = 'data' as const;
+  readonly encrypted: boolean;
+  readonly comp: CompressionCode;
+  readonly pack: string;
+  readonly offset: number;
+  readonly length: number;
+  readonly rawLength: number;
   readonly file: SmallFile;
   readonly job: RestoreJob;
   readonly dir: Dir;
   readonly rel: Uint8Array;
-  /** The node's name (a view of its tree): for the path of a failure. */
-  readonly name: Uint8Array;
   readonly size: number;
   readonly tally: Tally;
   readonly group: Entries;
   private settled = false;
 
-  constructor(job: RestoreJob, loc: BlobLocation, file: SmallFile, dir: Dir, rel: Uint8Array, name: Uint8Array, size: number, tally: Tally, group: Entries) {
+  constructor(job: RestoreJob, loc: BlobLocation, pack: string, file: SmallFile, dir: Dir, rel: Uint8Array, size: number, tally: Tally, group: Entries) {
+    this.id = loc.id;
+    this.encrypted = loc.encrypted;
+    this.comp = loc.comp;
+    this.pack = pack;
+    this.offset = loc.offset;
+    this.length = loc.length;
+    this.rawLength = loc.rawLength;
     this.job = job;
-    this.loc = loc;
     this.file = file;
     this.dir = dir;
     this.rel = rel;
-    this.name = name;
     this.size = size;
     this.tally = tally;
     this.group = group;
+  }
+
+  get loc(): BlobLocation {
+    return this;
+  }
+
+  /** Its path, for a failure. */
+  path(): Uint8Array {
+    return childPath(this.rel, Buffer.from(this.file.name, 'latin1'));
   }
 
   resolve(data: Uint8Array | null): void {
@@ -269,6 +290,8 @@ class RestoreJob {
   });
   private trees!: SnapshotTrees;
   private fatal: unknown = null;
+  /** The pack of the last small file read: the next one's, most often (one string shared). */
+  private lastPack = '';
   private readonly result = { filesRestored: 0, filesSkipped: 0, sizeBytes: 0 };
 
   constructor(repo: Repository, opts: RestoreOptions, pool: WorkerPool, signal: AbortSignal, halt: AbortController) {
@@ -455,9 +478,9 @@ class RestoreJob {
           own.add();
           const loc = hidden && !this.opts.beforeCreate && node.chunks?.length === 1 ? this.reader.find(node.chunks[0]!) : undefined;
           if (loc && this.reader.budget.tryAcquire(loc.rawLength)) {
-            // A copy of the name: a view of the tree would be sent to the writer with all of it.
-            const file: SmallFile = { dirFd: dir.fd, made: dir.made, name: new Uint8Array(node.name), mode: node.mode, mtime: seconds(node.mtimeNs) };
-            this.reader.submitSmall(new SmallEntry(this, loc, file, dir, rel, node.name, node.size, tally, own));
+            if (loc.pack !== this.lastPack) this.lastPack = loc.pack;
+            const file: SmallFile = { dirFd: dir.fd, made: dir.made, name: latin1(node.name), mode: node.mode, mtime: seconds(node.mtimeNs) };
+            this.reader.submitSmall(new SmallEntry(this, loc, this.lastPack, file, dir, rel, node.size, tally, own));
           } else void this.entry(dir, node, rel, created, hidden ? tally : null, slots, own);
         }
       }
@@ -529,7 +552,7 @@ class RestoreJob {
   /** A small file of the common path failed (`budget`: it still holds its budget): reported as entry() reports it. */
   smallFailed(e: SmallEntry, err: unknown, budget = true): void {
     if (budget) this.reader.budget.release(e.loc.rawLength);
-    if (!e.dir.failed) this.failed(childPath(e.rel, e.name), err);
+    if (!e.dir.failed) this.failed(e.path(), err);
     this.smallFreed(e);
   }
 
