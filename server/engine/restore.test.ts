@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, readdir, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, readFile, readdir, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { backup, restore } from './index.ts';
+import { backup, forget, prune, restore } from './index.ts';
 import type { Repository } from './index.ts';
+import { Repository as RepositoryClass } from './repository.ts';
+import { LocalBackend } from './storage/local.ts';
 import { describeTree, tempDir } from './testing/fixtures.ts';
+import { GatedBackend } from './testing/gated-backend.ts';
 import { b, openTestRepo } from './testing/repo.ts';
 
 let dir: string;
@@ -264,4 +267,37 @@ describe('directories made by the writer, in order with their files', () => {
     expect(await describeTree(out)).toEqual({ 'top.txt': (await describeTree(src2))['top.txt'] });
     expect(result.filesRestored).toBe(1);
   });
+});
+
+describe('small files whose pack a prune moves during the restore', () => {
+  it('reads each blob where it is now and writes the files whole', async () => {
+    const base = join(dir, 'moved');
+    const { repo: r, dir: repoDir, key, reopen } = await openTestRepo(base);
+    const keep = join(base, 'keep');
+    await mkdir(join(keep, 'd', 'e'), { recursive: true });
+    for (let i = 0; i < 40; i++) await writeFile(join(keep, 'd', i % 2 ? 'e' : '', `f${i}.txt`), `small file ${i} `.repeat(10 + i));
+    // Unreferenced once their snapshot is forgotten: the pack they share with the kept files is rewritten by the prune.
+    const both = join(base, 'both');
+    await cp(keep, join(both, 'keep'), { recursive: true });
+    for (let i = 0; i < 40; i++) await writeFile(join(both, `gone${i}.bin`), randomBytes(20_000));
+    const opts = { compression: 'zstd', encryption: true, deduplication: true } as const;
+    const first = await backup(r, { source: both, ...opts });
+    const kept = await backup(r, { source: keep, ...opts });
+    await forget(r, first.snapshotId);
+    // Opened (its index loaded) before the prune; the prune runs just before its first read of a data pack.
+    const gated = new GatedBackend(new LocalBackend(repoDir));
+    const reader = await RepositoryClass.open(gated, key);
+    let pruned = 0;
+    gated.beforeRangedLoad('data/', async () => {
+      const p = await prune(await reopen(), { repackThreshold: 0.01 });
+      pruned = p.packsRepacked + p.packsDeleted;
+    });
+    const out = join(base, 'out');
+    const result = await restore(reader, kept.snapshotId, { target: out, overwrite: 'never' });
+    expect(pruned).toBeGreaterThan(0);
+    expect(result.filesRestored).toBe(40);
+    expect(await describeTree(out)).toEqual(await describeTree(keep));
+    await reader.close();
+    await r.close();
+  }, 60_000);
 });

@@ -476,7 +476,7 @@ class RestoreJob {
             break;
           }
           own.add();
-          const loc = hidden && !this.opts.beforeCreate && node.chunks?.length === 1 ? this.reader.find(node.chunks[0]!) : undefined;
+          const loc = hidden && node.chunks?.length === 1 ? this.reader.find(node.chunks[0]!) : undefined;
           if (loc && this.reader.budget.tryAcquire(loc.rawLength)) {
             if (loc.pack !== this.lastPack) this.lastPack = loc.pack;
             const file: SmallFile = { dirFd: dir.fd, made: dir.made, name: latin1(node.name), mode: node.mode, mtime: seconds(node.mtimeNs) };

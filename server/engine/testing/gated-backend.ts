@@ -1,13 +1,15 @@
 import type { Backend, ObjectInfo, ObjectWriter } from '../storage/backend.ts';
 
 /**
- * A real backend whose next listing of `prefix` first runs `meanwhile` (another writer's work,
- * to completion): so a test puts that work at the exact step an operation lists what it reads.
+ * A real backend whose next listing of `prefix` (or ranged read, see beforeRangedLoad) first runs
+ * `meanwhile` (another writer's work, to completion): so a test puts that work at the exact step
+ * an operation lists or reads what it needs.
  */
 export class GatedBackend implements Backend {
   readonly location: string;
   private readonly inner: Backend;
   private gate: { prefix: string; meanwhile: () => Promise<void> } | null = null;
+  private loadGate: { prefix: string; meanwhile: () => Promise<void> } | null = null;
 
   constructor(inner: Backend) {
     this.inner = inner;
@@ -25,7 +27,17 @@ export class GatedBackend implements Backend {
   create(): ObjectWriter {
     return this.inner.create();
   }
-  load(name: string, range?: { offset: number; length: number }): Promise<Uint8Array> {
+  /** Before the next ranged read of an object under `prefix` (a blob or a run of blobs of a pack), runs `meanwhile`. */
+  beforeRangedLoad(prefix: string, meanwhile: () => Promise<void>): void {
+    this.loadGate = { prefix, meanwhile };
+  }
+
+  async load(name: string, range?: { offset: number; length: number }): Promise<Uint8Array> {
+    const gate = this.loadGate;
+    if (gate && range && name.startsWith(gate.prefix)) {
+      this.loadGate = null;
+      await gate.meanwhile();
+    }
     return this.inner.load(name, range);
   }
   stat(name: string): Promise<ObjectInfo> {
