@@ -44,6 +44,11 @@ export class ChunkReader {
     );
   }
 
+  /** Whether the storage takes `expect` (object storage reads ahead; a local one does not). */
+  get expects(): boolean {
+    return this.repo.backend.expect !== undefined;
+  }
+
   /** Tells the storage which data blobs will be read, in the order they will be (those not in the index yet are left out). */
   expect(ids: readonly Uint8Array[]): void {
     const expect = this.repo.backend.expect?.bind(this.repo.backend);

@@ -357,7 +357,7 @@ class RestoreJob {
     }
     this.progress.emit();
     // The walk also announces the chunks to read, in the restore's order, unless files may be left as they are.
-    const plan = created || this.opts.overwrite === 'always';
+    const plan = (created || this.opts.overwrite === 'always') && this.reader.expects;
     void this.count(root.nodes, selection, plan).then(
       ({ files, bytes }) => this.progress.setTotals(files, bytes),
       () => {},
