@@ -3,14 +3,14 @@ import { closeSync } from 'node:fs';
 import type { PathLike } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import type { BlobWriter } from './blob-writer.ts';
+import type { BlobWriter, StoredFile } from './blob-writer.ts';
 import { bytesEqual, toHex } from './codec.ts';
 import { EngineError, observed, throwIfAborted } from './errors.ts';
 import { chunkFile } from './file-read.ts';
 import type { ProgressReporter } from './progress.ts';
 import type { Repository } from './repository.ts';
 import { childPath, toEntryRecord } from './snapshot.ts';
-import { FILE_FLAGS, atPath, changedSinceWalk, describeKind, openDir, openFailure } from './source.ts';
+import { FILE_FLAGS, atPath, changedSinceWalk, describeKind, fstatOpened, openDir, openFailure } from './source.ts';
 import type { Dir, SnapshotTrees, StoredTree } from './trees.ts';
 import { TreeCursor, compareNames, decodeTree, encodeTree } from './tree.ts';
 import type { TreeNode } from './tree.ts';
@@ -70,10 +70,6 @@ type Subdir = { earlier: Earlier | null; sub: Listing | { error: string; code?: 
 
 /** Subdirectories of one directory opened and listed ahead of the walk. */
 const LIST_AHEAD = 16;
-
-function baseNode(e: DirEntry, type: TreeNode['type']): TreeNode {
-  return { name: e.name, type, mode: e.mode, mtimeNs: e.mtimeNs, ctimeNs: e.ctimeNs, ino: e.ino, size: 0 };
-}
 
 /** Whether a parent-snapshot node has the metadata the walk sees now (its name matched already). */
 function sameMeta(prev: TreeNode, e: DirEntry): boolean {
@@ -249,9 +245,11 @@ export class SourceWalk {
     const { hooks } = this.ctx;
     let hooked: Promise<unknown> = Promise.resolve();
     return async (name, dir, earlier) => {
-      const turn = hooked.then(() => hooks.beforeOpen?.(childPath(rel, name), 'directory'));
-      hooked = turn.catch(() => {});
-      await turn;
+      if (hooks.beforeOpen) {
+        const turn = hooked.then(() => hooks.beforeOpen?.(childPath(rel, name), 'directory'));
+        hooked = turn.catch(() => {});
+        await turn;
+      }
       const before = await earlier();
       return { earlier: before, sub: await this.list(atPath(fd, name), dir) };
     };
@@ -341,10 +339,9 @@ export class SourceWalk {
   }
 
   private async changedDir(fd: number, entries: DirEntry[], rel: Uint8Array, parent: Earlier | null): Promise<Pending<Uint8Array>> {
-    const { warnings, hooks, signal } = this.ctx;
+    const { warnings, hooks, signal, writer } = this.ctx;
     const prevs = previousNodes(entries, parent);
-    const slots: (TreeNode | null)[] = new Array<TreeNode | null>(entries.length).fill(null);
-    const waits: Promise<unknown>[] = [];
+    const work = new Gather(entries.length);
     // Subdirectories are opened, listed and matched with their parent's version a few ahead of
     // the walk, so that the round trips to the thread pool and the workers overlap.
     const subdirs: number[] = [];
@@ -365,17 +362,23 @@ export class SourceWalk {
         }
         const prev = prevs[i];
         if (e.kind === 'l') {
-          slots[i] = prev?.type === 'l' && sameMeta(prev, e) && bytesEqual(prev.link!, e.link!) ? prev : { ...baseNode(e, 'l'), link: e.link! };
+          // Its own copy of the target: the node may go out to onEntries.
+          work.slots[i] = prev?.type === 'l' && sameMeta(prev, e) && bytesEqual(prev.link!, e.link!) ? prev : node(e, 'l', 0, undefined, undefined, undefined, e.link!.slice());
         } else if (e.kind === 'f') {
           if (this.unchanged(prev, e)) {
-            slots[i] = prev.mode === e.mode ? prev : { ...baseNode(e, 'f'), size: prev.size, sha256: prev.sha256, chunks: prev.chunks };
+            work.slots[i] = prev.mode === e.mode ? prev : node(e, 'f', prev.size, prev.sha256, prev.chunks);
             this.ctx.progress.add(1, prev.size);
             continue;
           }
-          const path = childPath(rel, e.name);
-          await hooks.beforeOpen?.(path, 'file');
-          const stored = await this.file(fd, e, path);
-          waits.push(observed(stored().then((node) => (slots[i] = node))));
+          if (hooks.beforeOpen) await hooks.beforeOpen(childPath(rel, e.name), 'file');
+          if (e.size > SMALL_FILE) {
+            const stored = await this.stream(fd, e, rel);
+            work.add(i, stored());
+          } else {
+            // The name is copied: posted as a view, the whole listing would go with it.
+            const stored = await writer.storeFile({ dirFd: fd, name: e.name.slice(), size: e.size, dev: e.dev, ino: e.ino });
+            this.small(work, i, e, fd, rel, stored());
+          }
         } else if (e.kind === 'd') {
           const { earlier, sub } = await ahead.take(nextSub++);
           const path = childPath(rel, e.name);
@@ -384,20 +387,22 @@ export class SourceWalk {
             continue;
           }
           const done = await this.dir(sub, path, earlier);
-          waits.push(
-            observed(done().then((subtree) => (slots[i] = prev?.type === 'd' && sameMeta(prev, e) && bytesEqual(prev.subtree!, subtree) ? prev : { ...baseNode(e, 'd'), subtree }))),
+          work.add(
+            i,
+            done().then((subtree) => (prev?.type === 'd' && sameMeta(prev, e) && bytesEqual(prev.subtree!, subtree) ? prev : node(e, 'd', 0, undefined, undefined, subtree))),
           );
         } else {
           warnings.add(childPath(rel, e.name), `${describeKind(e.kind)}: not backed up`);
         }
       }
     } catch (err) {
-      closeWhenSettled(fd, [...waits, ...ahead.abandon()]);
+      closeWhenSettled(fd, [work.settled(), ...ahead.abandon()]);
       throw err;
     }
     const finished = observed((async () => {
-      await settleUnder(fd, waits);
-      const nodes = slots.filter((n): n is TreeNode => n !== null);
+      await work.settled();
+      closeSync(fd);
+      const nodes = work.nodes();
       for (const n of nodes) {
         if (n.type === 'd') this.directories++;
         else this.files++;
@@ -415,30 +420,35 @@ export class SourceWalk {
     return () => finished;
   }
 
-  /** Reads one regular file (through its directory's handle); the thunk resolves to its node, or null when it was not read. */
-  private async file(dirFd: number, e: DirEntry, path: Uint8Array): Promise<Pending<TreeNode | null>> {
-    if (e.size > SMALL_FILE) return this.stream(dirFd, e, path);
-    const stored = await this.ctx.writer.storeFile({ dirFd, name: e.name, size: e.size, dev: e.dev, ino: e.ino });
-    const node = stored().then(async (r): Promise<TreeNode | null> => {
-      if ('grew' in r) return (await this.stream(dirFd, e, path))();
-      this.ctx.progress.add(1, e.size);
-      if ('warning' in r) {
-        this.ctx.warnings.add(path, r.warning);
-        return null;
-      }
-      return { ...baseNode(e, 'f'), size: e.size, sha256: r.sha256, chunks: r.id ? [r.id] : [] };
-    });
-    return () => node;
+  /** A small file the writer took (read by a worker): its node once stored, or streamed here when it grew since the walk. */
+  private small(work: Gather, i: number, e: DirEntry, dirFd: number, rel: Uint8Array, stored: Promise<StoredFile>): void {
+    work.wait();
+    stored.then(
+      (r) => {
+        if ('grew' in r) {
+          work.add(
+            i,
+            this.stream(dirFd, e, rel).then((s) => s()),
+          );
+        } else {
+          this.ctx.progress.add(1, e.size);
+          if ('warning' in r) this.ctx.warnings.add(childPath(rel, e.name), r.warning);
+          else work.slots[i] = node(e, 'f', e.size, r.sha256, r.id ? [r.id] : []);
+        }
+        work.done();
+      },
+      (err: unknown) => work.fail(err),
+    );
   }
 
-  /** Reads a file through the chunker on this thread (large files, and small ones that grew since the walk). */
-  private async stream(dirFd: number, e: DirEntry, path: Uint8Array): Promise<Pending<TreeNode | null>> {
+  /** Reads a file through the chunker on this thread (large files, and small ones that grew since the walk); the thunk resolves to its node, or null when it was not read. */
+  private async stream(dirFd: number, e: DirEntry, rel: Uint8Array): Promise<Pending<TreeNode | null>> {
     const { progress, warnings, writer } = this.ctx;
     const sha = createHash('sha256');
     const ids: Pending<Uint8Array>[] = [];
     let size = 0;
     const skipped = (reason: string): Pending<TreeNode | null> => {
-      warnings.add(path, reason);
+      warnings.add(childPath(rel, e.name), reason);
       progress.add(1, Math.max(0, e.size - size));
       return () => Promise.resolve(null);
     };
@@ -449,7 +459,7 @@ export class SourceWalk {
       return skipped(openFailure(err));
     }
     try {
-      const changed = changedSinceWalk(await fh.stat({ bigint: true }), { kind: 'f', dev: e.dev, ino: e.ino });
+      const changed = changedSinceWalk(fstatOpened(fh.fd, e), { kind: 'f', dev: e.dev, ino: e.ino });
       if (changed) return skipped(changed);
       await chunkFile(fh, e.size, this.ctx.repo.chunker, async (chunk) => {
         throwIfAborted(this.ctx.signal);
@@ -465,14 +475,79 @@ export class SourceWalk {
     } finally {
       await fh.close().catch(() => {});
     }
-    const node: TreeNode = { ...baseNode(e, 'f'), size, sha256: new Uint8Array(sha.digest()) };
+    const n = node(e, 'f', size, new Uint8Array(sha.digest()), undefined);
     const result = Promise.all(ids.map((f) => f())).then((chunks) => {
       progress.add(1, 0);
-      node.chunks = chunks;
-      return node;
+      n.chunks = chunks;
+      return n;
     });
     return () => result;
   }
+}
+
+/**
+ * What a directory's tree waits for: its entries' nodes as they are stored (a count of what is
+ * outstanding rather than a promise per entry gathered at the end), and the first failure.
+ */
+class Gather {
+  readonly slots: (TreeNode | null)[];
+  /** Entries outstanding, and the directory's own walk until `settled` is first called. */
+  private left = 1;
+  private failure: { err: unknown } | null = null;
+  private readonly all: Promise<void>;
+  private resolve!: () => void;
+  private closed = false;
+
+  constructor(entries: number) {
+    this.slots = new Array<TreeNode | null>(entries).fill(null);
+    this.all = new Promise((resolve) => (this.resolve = resolve));
+  }
+
+  /** Entry `i` is outstanding until `p` settles; its node then (null: left out). */
+  add(i: number, p: Promise<TreeNode | null>): void {
+    this.left++;
+    p.then(
+      (n) => {
+        this.slots[i] = n;
+        this.done();
+      },
+      (err: unknown) => this.fail(err),
+    );
+  }
+
+  /** One more outstanding entry, settled by `done` or `fail`. */
+  wait(): void {
+    this.left++;
+  }
+
+  done(): void {
+    if (--this.left === 0) this.resolve();
+  }
+
+  fail(err: unknown): void {
+    this.failure ??= { err };
+    this.done();
+  }
+
+  /** Every entry is scheduled: resolves (never rejects) once nothing is outstanding. */
+  settled(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      this.done();
+    }
+    return this.all;
+  }
+
+  /** The nodes, in name order; the first failure instead if any. */
+  nodes(): TreeNode[] {
+    if (this.failure) throw this.failure.err;
+    return this.slots.filter((n): n is TreeNode => n !== null);
+  }
+}
+
+/** A node of the walk (one shape for every type). */
+function node(e: DirEntry, type: TreeNode['type'], size: number, sha256: Uint8Array | undefined, chunks: Uint8Array[] | undefined, subtree?: Uint8Array, link?: Uint8Array): TreeNode {
+  return { name: e.name, type, mode: e.mode, mtimeNs: e.mtimeNs, ctimeNs: e.ctimeNs, ino: e.ino, size, sha256, chunks, subtree, link };
 }
 
 /** Waits for everything scheduled under a directory's handle, then closes it; the results, or the first failure. */

@@ -7,10 +7,13 @@ import { EngineError } from './errors.ts';
  */
 export class ByteWriter {
   private buf: Buffer;
+  /** Over `buf`: its 64-bit writes take a bigint as it is (Buffer's make several intermediate bigints per number). */
+  private view: DataView;
   private at = 0;
 
   constructor(size = 4096) {
     this.buf = Buffer.allocUnsafe(size);
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
   }
 
   private room(n: number): void {
@@ -18,6 +21,7 @@ export class ByteWriter {
     const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.at + n));
     this.buf.copy(next, 0, 0, this.at);
     this.buf = next;
+    this.view = new DataView(next.buffer, next.byteOffset, next.byteLength);
   }
 
   u8(v: number): void {
@@ -37,13 +41,13 @@ export class ByteWriter {
 
   i64(v: bigint): void {
     this.room(8);
-    this.buf.writeBigInt64LE(v, this.at);
+    this.view.setBigInt64(this.at, v, true);
     this.at += 8;
   }
 
   u64(v: bigint): void {
     this.room(8);
-    this.buf.writeBigUInt64LE(v, this.at);
+    this.view.setBigUint64(this.at, v, true);
     this.at += 8;
   }
 

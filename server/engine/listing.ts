@@ -115,8 +115,12 @@ export class ListingCursor {
   private errorAt = 0;
   private errorLength = 0;
 
+  /** Over `bytes`: a 64-bit read makes the one bigint it returns (Buffer's make several). */
+  private readonly view: DataView;
+
   constructor(data: Uint8Array) {
     this.bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+    this.view = new DataView(data.buffer, data.byteOffset, data.byteLength);
   }
 
   next(): boolean {
@@ -151,19 +155,33 @@ export class ListingCursor {
   }
 
   ino(): bigint {
-    return this.bytes.readBigUInt64LE(this.statAt + 16);
+    return this.view.getBigUint64(this.statAt + 16, true);
   }
 
   dev(): bigint {
-    return this.bytes.readBigUInt64LE(this.devAt);
+    return this.view.getBigUint64(this.devAt, true);
   }
 
+  /**
+   * The current entry; its name and link target are views of the listing (no buffer of their
+   * own per entry): copy them before they are posted to another thread, which would copy the
+   * whole listing with them.
+   */
   entry(): DirEntry {
     const b = this.bytes;
-    const e: DirEntry = { name: this.name(), kind: this.kind, mode: this.mode, size: this.size, mtimeNs: b.readBigInt64LE(this.statAt), ctimeNs: b.readBigInt64LE(this.statAt + 8), ino: this.ino(), dev: this.dev() };
-    if (this.linkLength >= 0) e.link = new Uint8Array(b.subarray(this.linkAt, this.linkAt + this.linkLength));
-    if (this.error) e.error = b.toString('utf8', this.errorAt, this.errorAt + this.errorLength);
-    return e;
+    const v = this.view;
+    return {
+      name: new Uint8Array(b.buffer, b.byteOffset + this.nameAt, this.nameLength),
+      kind: this.kind,
+      mode: this.mode,
+      size: this.size,
+      mtimeNs: v.getBigInt64(this.statAt, true),
+      ctimeNs: v.getBigInt64(this.statAt + 8, true),
+      ino: v.getBigUint64(this.statAt + 16, true),
+      dev: v.getBigUint64(this.devAt, true),
+      link: this.linkLength >= 0 ? new Uint8Array(b.buffer, b.byteOffset + this.linkAt, this.linkLength) : undefined,
+      error: this.error ? b.toString('utf8', this.errorAt, this.errorAt + this.errorLength) : undefined,
+    };
   }
 
   private varint(): number {

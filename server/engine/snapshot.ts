@@ -42,9 +42,9 @@ export const SNAPSHOT_ID = /^[0-9a-f]{64}$/;
 
 const TYPE_NAMES = { f: 'file', d: 'directory', l: 'symlink' } as const;
 
-/** The name appended to a relative path ('/'-separated bytes). */
+/** The name appended to a relative path ('/'-separated bytes), in a buffer of its own (a name may be a view of a listing). */
 export function childPath(parent: Uint8Array, name: Uint8Array): Uint8Array {
-  if (parent.length === 0) return name;
+  if (parent.length === 0) return name.byteLength === name.buffer.byteLength ? name : name.slice();
   const out = new Uint8Array(parent.length + 1 + name.length);
   out.set(parent);
   out[parent.length] = 0x2f;

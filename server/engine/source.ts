@@ -1,5 +1,5 @@
-import type { BigIntStats, PathLike } from 'node:fs';
-import { close, constants, fstat, open } from 'node:fs';
+import type { BigIntStats, PathLike, Stats } from 'node:fs';
+import { close, constants, fstatSync, open } from 'node:fs';
 import { promisify } from 'node:util';
 import { errnoCode } from './errors.ts';
 
@@ -23,7 +23,6 @@ const PREFIX = '/proc/self/fd/';
  * handles are shared between the walk's steps and closed by whoever finishes last.
  */
 export const openFd = promisify(open) as (path: PathLike, flags: number, mode?: number) => Promise<number>;
-const fstatBig = promisify(fstat) as (fd: number, opts: { bigint: true }) => Promise<BigIntStats>;
 const closeFd = promisify(close);
 
 /**
@@ -38,7 +37,7 @@ export async function openDir(path: PathLike, expected: { dev: bigint; ino: bigi
     return { error: openFailure(err), code: errnoCode(err) };
   }
   try {
-    const changed = changedSinceWalk(await fstatBig(fd, { bigint: true }), { kind: 'd', ...expected });
+    const changed = changedSinceWalk(fstatOpened(fd, expected), { kind: 'd', ...expected });
     if (!changed) return { fd };
     await closeFd(fd);
     return { error: changed, code: undefined };
@@ -117,10 +116,29 @@ export function openFailure(err: unknown): string {
   }
 }
 
+const EXACT = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * The status of a descriptor just opened, for `changedSinceWalk`: taken synchronously (an open
+ * descriptor, no path looked up, as restore's checks are; a round trip to the thread pool per
+ * directory cost more than the call), as numbers unless the device or inode the walk saw is too
+ * large to be one exactly (a bigint per field otherwise, a dozen per call).
+ */
+export function fstatOpened(fd: number, expected: { dev: bigint; ino: bigint }): Stats | BigIntStats {
+  return expected.dev <= EXACT && expected.ino <= EXACT ? fstatSync(fd) : fstatSync(fd, { bigint: true });
+}
+
+/** Whether a status (numbers or bigints) is of the object with this device and inode. */
+function sameObject(st: Stats | BigIntStats, dev: bigint, ino: bigint): boolean {
+  if (typeof st.ino === 'bigint') return st.dev === dev && st.ino === ino;
+  // A number above 2^53 - 1 is never equal to one of these: exact, or refused.
+  return dev <= EXACT && ino <= EXACT && st.dev === Number(dev) && st.ino === Number(ino);
+}
+
 /** Null when the opened object is what the walk saw, else why it is not read. */
-export function changedSinceWalk(st: BigIntStats, expected: { kind: 'f' | 'd'; dev: bigint; ino: bigint }): string | null {
+export function changedSinceWalk(st: Stats | BigIntStats, expected: { kind: 'f' | 'd'; dev: bigint; ino: bigint }): string | null {
   const kind = kindOfMode(Number(st.mode));
   if (kind !== expected.kind) return `replaced during the backup (now ${describeKind(kind)}): not read`;
-  if (st.dev !== expected.dev || st.ino !== expected.ino) return 'replaced during the backup by another file: not read';
+  if (!sameObject(st, expected.dev, expected.ino)) return 'replaced during the backup by another file: not read';
   return null;
 }
