@@ -184,8 +184,33 @@ function previousNodes(entries: DirEntry[], parent: Earlier | null): (TreeNode |
   return out;
 }
 
+/**
+ * Copies of the names of files handed to the workers, side by side in small shared buffers. A
+ * name posted as a view of its listing would take the whole listing with it (a posted view
+ * copies its buffer); one buffer per name cost an allocation and a free on each thread.
+ */
+class NameArena {
+  private buf = new Uint8Array(0);
+  private at = 0;
+
+  copy(name: Uint8Array): Uint8Array {
+    if (this.at + name.length > this.buf.length) {
+      this.buf = new Uint8Array(Math.max(ARENA_BYTES, name.length));
+      this.at = 0;
+    }
+    const out = this.buf.subarray(this.at, this.at + name.length);
+    out.set(name);
+    this.at += name.length;
+    return out;
+  }
+}
+
+/** A batch posted to a worker copies each of these its names lie in, whole. */
+const ARENA_BYTES = 2048;
+
 export class SourceWalk {
   private readonly ctx: WalkContext;
+  private readonly names = new NameArena();
   files = 0;
   directories = 0;
   sizeBytes = 0;
@@ -375,8 +400,7 @@ export class SourceWalk {
             const stored = await this.stream(fd, e, rel);
             work.add(i, stored());
           } else {
-            // The name is copied: posted as a view, the whole listing would go with it.
-            const stored = await writer.storeFile({ dirFd: fd, name: e.name.slice(), size: e.size, dev: e.dev, ino: e.ino });
+            const stored = await writer.storeFile({ dirFd: fd, name: this.names.copy(e.name), size: e.size, dev: e.dev, ino: e.ino });
             this.small(work, i, e, fd, rel, stored());
           }
         } else if (e.kind === 'd') {

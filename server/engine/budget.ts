@@ -1,5 +1,8 @@
 import { abortable } from './errors.ts';
 
+/** What `acquire` and `wait` return when they need not wait: one promise for all (a backup asks per file). */
+const NOW: Promise<void> = Promise.resolve();
+
 /** A byte budget shared by concurrent tasks: acquire waits while the budget is spent (one item is always let through). */
 export class Budget {
   private held = 0;
@@ -17,7 +20,14 @@ export class Budget {
     return abortable(new Promise<void>((resolve) => this.waiters.push(resolve)), this.signal);
   }
 
-  async acquire(bytes: number): Promise<void> {
+  /** Resolves once `bytes` are held (at once when they fit: no promise of its own then). */
+  acquire(bytes: number): Promise<void> {
+    if (this.held > 0 && this.held + bytes > this.limit) return this.acquireLater(bytes);
+    this.held += bytes;
+    return NOW;
+  }
+
+  private async acquireLater(bytes: number): Promise<void> {
     while (this.held > 0 && this.held + bytes > this.limit) await this.next();
     this.held += bytes;
   }
@@ -35,12 +45,17 @@ export class Budget {
   }
 
   /** Waits until the budget is not exceeded. */
-  async wait(): Promise<void> {
+  wait(): Promise<void> {
+    return this.held > this.limit ? this.waitLater() : NOW;
+  }
+
+  private async waitLater(): Promise<void> {
     while (this.held > this.limit) await this.next();
   }
 
   release(bytes: number): void {
     this.held -= bytes;
+    if (this.waiters.length === 0) return;
     const waiters = this.waiters;
     this.waiters = [];
     for (const w of waiters) w();
