@@ -275,7 +275,7 @@ export class SourceWalk {
         hooked = turn.catch(() => {});
         await turn;
       }
-      const before = await earlier();
+      const before = this.ctx.parent ? await earlier() : null;
       return { earlier: before, sub: await this.list(atPath(fd, name), dir) };
     };
   }

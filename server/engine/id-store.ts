@@ -50,7 +50,7 @@ export class IdStore {
     }
     const b = this.blocks.length - 1;
     const block = this.blocks[b]!;
-    block.set(id.subarray(0, ID), at);
+    block.set(id.length === ID ? id : id.subarray(0, ID), at); // no view per id: a backup adds one per blob
     if (at + ID === BLOCK && this.spill && this.write(block, b * BLOCK)) {
       this.blocks[b] = null;
       this.spare = block;
@@ -63,7 +63,7 @@ export class IdStore {
     const block = this.blocks[Math.floor(entry / PER_BLOCK)];
     if (block) {
       const from = (entry % PER_BLOCK) * ID;
-      into.set(block.subarray(from, from + ID), at);
+      block.copy(into, at, from, from + ID);
       return;
     }
     let done = 0;
