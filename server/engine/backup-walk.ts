@@ -400,7 +400,8 @@ export class SourceWalk {
             const stored = await this.stream(fd, e, rel);
             work.add(i, stored());
           } else {
-            const stored = await writer.storeFile({ dirFd: fd, name: this.names.copy(e.name), size: e.size, dev: e.dev, ino: e.ino });
+            const file = { dirFd: fd, name: this.names.copy(e.name), size: e.size, dev: e.dev, ino: e.ino };
+            const stored = writer.storeFileNow(file) ?? (await writer.storeFile(file));
             this.small(work, i, e, fd, rel, stored());
           }
         } else if (e.kind === 'd') {

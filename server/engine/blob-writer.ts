@@ -121,6 +121,32 @@ export class BlobWriter {
     });
   }
 
+  /**
+   * As storeFile when both budgets have room now: the thunk at once, with no promise to wait for
+   * first (a backup hands over its small files one by one, tens of thousands); null when the
+   * caller must wait, with storeFile.
+   */
+  storeFileNow(file: SourceFile): (() => Promise<StoredFile>) | null {
+    const held = file.size + BLOB_OVERHEAD;
+    if (this.failure || this.unwritten.exceeded || !this.inFlight.tryAcquire(held)) return null;
+    const result = this.pool.encodeFile(this.opts, file).then(
+      (r): StoredFile => {
+        try {
+          if (!('blob' in r)) return r;
+          return { id: r.blob ? this.accept(r.blob, 'data', this.opts.encrypt) : null, sha256: r.sha256 };
+        } finally {
+          this.inFlight.release(held);
+        }
+      },
+      (err: unknown) => {
+        this.inFlight.release(held);
+        throw err;
+      },
+    );
+    result.catch(() => {}); // observed by the caller through the thunk
+    return () => result;
+  }
+
   /** Whether a blob is in the repository and may be reused: indexed, and no running prune's candidate. */
   usable(id: Uint8Array, type: BlobType, encrypted: boolean): boolean {
     if (this.avoid === 'all' || this.avoid?.has(id, type, encrypted)) return false;

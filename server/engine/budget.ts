@@ -39,6 +39,11 @@ export class Budget {
     return true;
   }
 
+  /** Whether more than the limit is held (`wait` would wait). */
+  get exceeded(): boolean {
+    return this.held > this.limit;
+  }
+
   /** Counts bytes without waiting (for work that cannot be refused). */
   take(bytes: number): void {
     this.held += bytes;
