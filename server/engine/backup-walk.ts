@@ -450,15 +450,20 @@ export class SourceWalk {
     work.wait();
     stored.then(
       (r) => {
-        if ('grew' in r) {
-          work.add(
-            i,
-            this.stream(dirFd, e, rel).then((s) => s()),
-          );
-        } else {
-          this.ctx.progress.add(1, e.size);
-          if ('warning' in r) this.ctx.warnings.add(childPath(rel, e.name), r.warning);
-          else work.slots[i] = node(e, 'f', e.size, r.sha256, r.id ? [r.id] : []);
+        try {
+          if ('grew' in r) {
+            work.add(
+              i,
+              this.stream(dirFd, e, rel).then((s) => s()),
+            );
+          } else {
+            this.ctx.progress.add(1, e.size);
+            if ('warning' in r) this.ctx.warnings.add(childPath(rel, e.name), r.warning);
+            else work.slots[i] = node(e, 'f', e.size, r.sha256, r.id ? [r.id] : []);
+          }
+        } catch (err) {
+          work.fail(err);
+          return;
         }
         work.done();
       },
