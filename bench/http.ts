@@ -5,11 +5,14 @@
 // (validation on, a certificate from a throwaway CA; keep-alive connections, so TLS costs its
 // record encryption and one handshake per connection). Besides requests per second, each run
 // reports the CPU time the server process spent per request (user + system, from /proc): on a
-// shared machine that figure moves less with other load than throughput does. Three rounds, interleaved so that drift of
-// the machine hits every configuration alike; the median of the three is reported. Prints a
+// shared machine that figure moves less with other load than throughput does. Every round starts
+// a fresh server process per configuration (warmed up, then measured, then stopped), and the runs are
+// interleaved so that drift of the machine hits every configuration alike; each goal share is the
+// median of the per-round shares, so of as many pairs of processes as there are rounds. Prints a
 // Markdown table and writes it as the "## HTTP" section of docs/performance.md, leaving every
 // other section of that file as it is.
-//   BENCH_SECONDS (default 10) per run, BENCH_CONNECTIONS (default 10), BENCH_ROUNDS (default 3),
+//   BENCH_SECONDS (default 5) per run, BENCH_CONNECTIONS (default 10), BENCH_ROUNDS (default 5),
+//   BENCH_WARMUP (default 2: seconds of load per route on each fresh server before its round),
 //   BENCH_DOC (default docs/performance.md), BENCH_ROUTES (only the routes whose name contains it,
 //   e.g. `backup`; all by default), BENCH_AGAINST (another checkout, say main: its servers of the
 //   configurations "validation on", "metrics off" and "HTTPS" join every round, side by side),
@@ -33,9 +36,10 @@ import { autocannon, cpuMicros, machine, median, writeSection, type LoadResult a
 
 const ROOT = join(import.meta.dirname, '..');
 const SCRATCH = join(ROOT, '.bench', 'http');
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
 const KEY = 'key_bench_http';
 const SECRET = 'bench-http-secret-0123456789';
 const PERFORMANCE = process.env.BENCH_DOC ?? join(ROOT, 'docs', 'performance.md');
@@ -177,77 +181,94 @@ async function main(): Promise<void> {
     writeFileSync(join(SCRATCH, 'bodies.json'), JSON.stringify({ backup: job.body, ipInfo: ipInfo.body }));
     await stop(children.pop()!);
 
+    // One data directory per configuration, copied once: each round's server of that configuration
+    // starts on it after the previous one has stopped.
+    const dataDirs = new Map<string, string>();
     const copy = (name: string): string => {
-      cpSync(env.DATA_DIR, join(SCRATCH, name), { recursive: true });
-      return join(SCRATCH, name);
+      if (!dataDirs.has(name)) {
+        cpSync(env.DATA_DIR, join(SCRATCH, name), { recursive: true });
+        dataDirs.set(name, join(SCRATCH, name));
+      }
+      return dataDirs.get(name)!;
     };
     type Config = { label: string; origin: string; pid: number };
-    const configs: Config[] = [];
-    const serveFrom = async (label: string, checkout: string, tag: string, extra: Record<string, string>, metrics: string | undefined, tls: boolean): Promise<void> => {
-      const port = await freePort();
-      const child = start([join(checkout, 'bench', 'http.ts'), '--serve'], { ...env, DATA_DIR: copy(`data-${tag}`), PORT: String(port), METRICS_PORT: metrics ?? String(await freePort()), ...extra, ...(tls ? { TLS_CERT_FILE: cert.cert, TLS_KEY_FILE: cert.key } : {}) }, tag);
-      children.push(child);
-      configs.push({ label, origin: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`, pid: child.pid! });
-    };
-    await serveFrom('validation on', ROOT, 'on', { VALIDATE_RESPONSES: 'true' }, onMetrics, false);
-    await serveFrom('metrics off', ROOT, 'metrics-off', { VALIDATE_RESPONSES: 'true' }, '0', false);
-    await serveFrom('validation off', ROOT, 'off', { VALIDATE_RESPONSES: 'false' }, undefined, false);
-    const bare = start([join(ROOT, 'bench', 'http-bare.ts')], { PORT: String(ports.bare), BARE_BODIES: join(SCRATCH, 'bodies.json') }, 'bare');
-    children.push(bare);
-    configs.push({ label: 'bare Express', origin: `http://127.0.0.1:${ports.bare}`, pid: bare.pid! });
-    await serveFrom('HTTPS, validation on', ROOT, 'tls', { VALIDATE_RESPONSES: 'true' }, undefined, true);
-    // The same three configurations served by another checkout, side by side in the same rounds.
     const against = AGAINST ? ` @${basename(AGAINST)}` : '';
-    if (AGAINST) {
-      await serveFrom(`validation on${against}`, AGAINST, 'on-against', { VALIDATE_RESPONSES: 'true' }, undefined, false);
-      await serveFrom(`metrics off${against}`, AGAINST, 'metrics-off-against', { VALIDATE_RESPONSES: 'true' }, '0', false);
-      await serveFrom(`HTTPS, validation on${against}`, AGAINST, 'tls-against', { VALIDATE_RESPONSES: 'true' }, undefined, true);
-    }
-    for (const c of configs) {
-      if (c.label === 'bare Express') await waitReady(`${c.origin}/api/tools/ip-info`);
-      else await waitReady(`${c.origin}/api/v1/status`, c.origin.startsWith('https:') ? caPem : undefined);
-    }
-
     const allRoutes = [
       { name: 'GET /api/v1/backup/{id}', path: `/api/v1/backup/${id}`, headers: auth },
       { name: 'GET /api/tools/ip-info', path: '/api/tools/ip-info', headers: {} },
     ];
     const routes = allRoutes.filter((r) => r.name.includes(ROUTE_FILTER));
-    // Every configuration answers the same data.
     let negotiated = '';
-    for (const c of configs) {
-      const secure = c.origin.startsWith('https:');
-      const b = secure ? await httpsGet(c.origin + allRoutes[0]!.path, caPem, auth) : await json(c.origin + allRoutes[0]!.path, { headers: auth });
-      if (secure) negotiated = (b as unknown as { cipher: string }).cipher;
-      const i = secure ? await httpsGet(c.origin + allRoutes[1]!.path, caPem) : await json(c.origin + allRoutes[1]!.path);
-      if (JSON.stringify(b.body.data) !== JSON.stringify(job.body.data)) throw new Error(`${c.label}: different backup job`);
-      // user_agent echoes the client: fetch says "node", node:https says nothing.
-      const sameIp = (d: Record<string, unknown>) => JSON.stringify({ ...d, user_agent: undefined });
-      if (sameIp(i.body.data) !== sameIp(ipInfo.body.data)) throw new Error(`${c.label}: different ip-info`);
-    }
-    for (const c of configs) for (const r of routes) await load(c.origin + r.path, r.headers, 2, c.pid); // warm-up
 
-    // The runs whose shares are goals come one after another (metrics off, on, HTTPS), so each
-    // share compares two runs seconds apart; every other round runs the order backwards, so
-    // neither of a pair always runs first and a drift of the machine's load cancels out.
-    const byLabel = (label: string) => configs.find((c) => c.label === label)!;
-    const order = ['bare Express', 'validation off', 'metrics off', 'validation on', 'HTTPS, validation on'].map(byLabel);
-    if (AGAINST) order.push(...['HTTPS, validation on', 'validation on', 'metrics off'].map((l) => byLabel(`${l}${against}`)));
+    /** A fresh server process for every configuration, ready, checked to answer the same data and warmed up. */
+    const startServers = async (round: number): Promise<Config[]> => {
+      const configs: Config[] = [];
+      const serveFrom = async (label: string, checkout: string, tag: string, extra: Record<string, string>, metrics: string | undefined, tls: boolean): Promise<void> => {
+        const port = await freePort();
+        const child = start([join(checkout, 'bench', 'http.ts'), '--serve'], { ...env, DATA_DIR: copy(`data-${tag}`), PORT: String(port), METRICS_PORT: metrics ?? String(await freePort()), ...extra, ...(tls ? { TLS_CERT_FILE: cert.cert, TLS_KEY_FILE: cert.key } : {}) }, `${tag}-${round}`);
+        children.push(child);
+        configs.push({ label, origin: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`, pid: child.pid! });
+      };
+      await serveFrom('validation on', ROOT, 'on', { VALIDATE_RESPONSES: 'true' }, onMetrics, false);
+      await serveFrom('metrics off', ROOT, 'metrics-off', { VALIDATE_RESPONSES: 'true' }, '0', false);
+      await serveFrom('validation off', ROOT, 'off', { VALIDATE_RESPONSES: 'false' }, undefined, false);
+      const barePort = await freePort();
+      const bare = start([join(ROOT, 'bench', 'http-bare.ts')], { PORT: String(barePort), BARE_BODIES: join(SCRATCH, 'bodies.json') }, `bare-${round}`);
+      children.push(bare);
+      configs.push({ label: 'bare Express', origin: `http://127.0.0.1:${barePort}`, pid: bare.pid! });
+      await serveFrom('HTTPS, validation on', ROOT, 'tls', { VALIDATE_RESPONSES: 'true' }, undefined, true);
+      // The same three configurations served by another checkout, side by side in the same rounds.
+      if (AGAINST) {
+        await serveFrom(`validation on${against}`, AGAINST, 'on-against', { VALIDATE_RESPONSES: 'true' }, undefined, false);
+        await serveFrom(`metrics off${against}`, AGAINST, 'metrics-off-against', { VALIDATE_RESPONSES: 'true' }, '0', false);
+        await serveFrom(`HTTPS, validation on${against}`, AGAINST, 'tls-against', { VALIDATE_RESPONSES: 'true' }, undefined, true);
+      }
+      for (const c of configs) {
+        if (c.label === 'bare Express') await waitReady(`${c.origin}/api/tools/ip-info`);
+        else await waitReady(`${c.origin}/api/v1/status`, c.origin.startsWith('https:') ? caPem : undefined);
+      }
+      // Every configuration answers the same data.
+      for (const c of configs) {
+        const secure = c.origin.startsWith('https:');
+        const b = secure ? await httpsGet(c.origin + allRoutes[0]!.path, caPem, auth) : await json(c.origin + allRoutes[0]!.path, { headers: auth });
+        if (secure) negotiated = (b as unknown as { cipher: string }).cipher;
+        const i = secure ? await httpsGet(c.origin + allRoutes[1]!.path, caPem) : await json(c.origin + allRoutes[1]!.path);
+        if (JSON.stringify(b.body.data) !== JSON.stringify(job.body.data)) throw new Error(`${c.label}: different backup job`);
+        // user_agent echoes the client: fetch says "node", node:https says nothing.
+        const sameIp = (d: Record<string, unknown>) => JSON.stringify({ ...d, user_agent: undefined });
+        if (sameIp(i.body.data) !== sameIp(ipInfo.body.data)) throw new Error(`${c.label}: different ip-info`);
+      }
+      for (const c of configs) for (const r of routes) await load(c.origin + r.path, r.headers, WARMUP, c.pid);
+      return configs;
+    };
+
+    // Each round starts a fresh server process for every configuration and stops them all at its
+    // end: a process keeps its own pace (how V8 optimised its code as it warmed up, how its young
+    // generation happens to fill), so a share read from one pair of processes is that pair's luck;
+    // the median over the rounds is the median over as many process pairs. The runs whose shares are
+    // goals come one after another (metrics off, on, HTTPS), so each share compares two runs seconds
+    // apart; every other round runs the order backwards, so neither of a pair always runs first and a
+    // drift of the machine's load cancels out.
+    const labels = ['bare Express', 'validation off', 'metrics off', 'validation on', 'HTTPS, validation on'];
+    if (AGAINST) labels.push(...['HTTPS, validation on', 'validation on', 'metrics off'].map((l) => `${l}${against}`));
     const runs = new Map<string, Run[]>();
     for (let round = 1; round <= ROUNDS; round++) {
+      const configs = await startServers(round);
+      const order = labels.map((label) => configs.find((c) => c.label === label)!);
       for (const r of routes) {
         for (const c of round % 2 === 1 ? order : [...order].reverse()) {
           const result = await load(c.origin + r.path, r.headers, SECONDS, c.pid);
           const key = `${r.name}|${c.label}`;
           runs.set(key, [...(runs.get(key) ?? []), result]);
-          process.stderr.write(`round ${round} ${r.name} ${c.label}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms, ${Math.round(result.cpuPerRequest)} µs CPU/request (client ${Math.round(result.clientCpuPerRequest)} µs)\n`);
+          process.stderr.write(`round ${round} ${r.name} ${c.label} (pid ${c.pid}): ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms, ${Math.round(result.cpuPerRequest)} µs CPU/request (client ${Math.round(result.clientCpuPerRequest)} µs)\n`);
         }
       }
+      // The instrumented server counted what it served (metrics were really on).
+      const scraped = await (await fetch(`http://127.0.0.1:${onMetrics}/metrics`)).text();
+      if (routes.some((r) => r.name.includes('backup')) && !/backup_http_requests_total\{operation="getBackup",status_class="2xx"\} [1-9]/.test(scraped)) throw new Error('the metrics-on server counted no getBackup');
+      for (const child of children.splice(0)) await stop(child);
     }
-
-    // The instrumented server counted what it served (metrics were really on).
-    const scraped = await (await fetch(`http://127.0.0.1:${onMetrics}/metrics`)).text();
-    if (!/backup_http_requests_total\{operation="getBackup",status_class="2xx"\} [1-9]/.test(scraped)) throw new Error('the metrics-on server counted no getBackup');
+    const configs = ['validation on', 'metrics off', 'validation off', 'bare Express', 'HTTPS, validation on', ...(AGAINST ? ['validation on', 'metrics off', 'HTTPS, validation on'].map((l) => `${l}${against}`) : [])].map((label) => ({ label }));
 
     const figure = (route: string, label: string) => {
       const rs = runs.get(`${route}|${label}`)!;
@@ -259,16 +280,21 @@ async function main(): Promise<void> {
         all: rs.map((r) => Math.round(r.requests.average)),
       };
     };
-    // a ÷ b within each round (the two ran minutes apart at most, under the same other load): median [min–max], in per cent.
-    const paired = (route: string, a: string, b: string, of: (r: Run) => number): string => {
+    // a ÷ b within each round (the two ran seconds to minutes apart, under the same other load, each
+    // in that round's own process): median [min–max] over the rounds, in per cent.
+    const shares = (route: string, a: string, b: string, of: (r: Run) => number): number[] => {
       const as = runs.get(`${route}|${a}`)!;
       const bs = runs.get(`${route}|${b}`)!;
-      const shares = as.map((r, i) => (of(r) / of(bs[i]!)) * 100);
-      return `${median(shares).toFixed(1)} % [${Math.min(...shares).toFixed(1)}–${Math.max(...shares).toFixed(1)}]`;
+      return as.map((r, i) => (of(r) / of(bs[i]!)) * 100);
+    };
+    const paired = (route: string, a: string, b: string, of: (r: Run) => number, goal = false, digits = 1): string => {
+      const xs = shares(route, a, b, of);
+      const m = `${median(xs).toFixed(digits)} %`;
+      return `${goal ? `**${m}**` : m} [${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}]`;
     };
     const rps = (r: Run) => r.requests.average;
     const inverseCpu = (r: Run) => 1 / r.cpuPerRequest;
-    const rows = [`| route | configuration | req/s (median) | p99 ms (median) | server CPU µs/request (median) | client CPU µs/request (median) | req/s of the ${ROUNDS} runs |`, '|---|---|---:|---:|---:|---:|---|'];
+    const rows = [`| route | configuration | req/s (median) | p99 ms (median) | server CPU µs/request (median) | client CPU µs/request (median) | req/s of the ${ROUNDS} runs (one process each) |`, '|---|---|---:|---:|---:|---:|---|'];
     const ratios: string[] = [];
     for (const r of routes) {
       for (const c of configs) {
@@ -277,26 +303,19 @@ async function main(): Promise<void> {
         rows.push(`| ${r.name} | ${c.label} | ${Math.round(f.rps)} | ${f.p99 === 0 ? '< 1' : f.p99} | ${Math.round(f.cpu)} | ${Math.round(f.clientCpu)} | ${f.all.join(', ')} |`);
       }
       const on = figure(r.name, 'validation on');
-      const metricsOff = figure(r.name, 'metrics off');
       const off = figure(r.name, 'validation off');
-      const bare = figure(r.name, 'bare Express');
-      ratios.push(
-        `- ${r.name}: response validation overhead (throughput off ÷ on) **${(off.rps / on.rps).toFixed(2)}×**, ` +
-          `p99 on ÷ off ${(on.p99 / Math.max(off.p99, 1)).toFixed(2)}×; the full stack runs at ${((on.rps / bare.rps) * 100).toFixed(0)} % ` +
-          `of the bare route with validation on, ${((off.rps / bare.rps) * 100).toFixed(0)} % with it off; ` +
-          `with metrics on it serves **${((on.rps / metricsOff.rps) * 100).toFixed(1)} %** of the requests per second it serves with metrics off (goal: at least 95 %). ` +
-          `In server CPU per request (bare ÷ full stack, the share of bare Express's throughput the stack would reach with a core to itself): ` +
-          `**${((bare.cpu / on.cpu) * 100).toFixed(0)} %** with validation on (goal: at least 40 %), metrics off ÷ on **${((metricsOff.cpu / on.cpu) * 100).toFixed(1)} %**.`,
-      );
       const tls = figure(r.name, 'HTTPS, validation on');
       ratios.push(
-        `- ${r.name} over HTTPS: throughput **${((tls.rps / on.rps) * 100).toFixed(0)} %** of plain HTTP (HTTPS ÷ plain, validation on in both), ` +
-          `p99 ${tls.p99} ms vs ${on.p99} ms (plain ÷ HTTPS **${((Math.max(on.p99, 1) / Math.max(tls.p99, 1)) * 100).toFixed(0)} %**; goal for both: at least 85 %).`,
+        `- ${r.name}, the goal shares (each round's two runs side by side, each run on that round's own server process; median [min–max] of the ${ROUNDS} rounds, ` +
+          `so of ${ROUNDS} pairs of processes): the full stack ÷ bare Express ${paired(r.name, 'validation on', 'bare Express', inverseCpu, true, 0)} in server CPU per request ` +
+          `(the share of bare Express's throughput the stack would reach with a core to itself; goal: at least 40 %), ${paired(r.name, 'validation on', 'bare Express', rps, false, 0)} of the requests per second; ` +
+          `metrics on ÷ off ${paired(r.name, 'validation on', 'metrics off', rps, true)} of the requests per second (goal: at least 95 %), ${paired(r.name, 'validation on', 'metrics off', inverseCpu)} in server CPU per request; ` +
+          `HTTPS ÷ plain (validation on in both) ${paired(r.name, 'HTTPS, validation on', 'validation on', rps, true)} of the requests per second (goal: at least 85 %), ${paired(r.name, 'HTTPS, validation on', 'validation on', inverseCpu)} in server CPU per request.`,
       );
       ratios.push(
-        `- ${r.name}, the same shares round by round (each round's two runs side by side, median [min–max] of the ${ROUNDS} rounds): ` +
-          `HTTPS ÷ plain ${paired(r.name, 'HTTPS, validation on', 'validation on', rps)} of the requests per second, ${paired(r.name, 'HTTPS, validation on', 'validation on', inverseCpu)} in server CPU per request; ` +
-          `metrics on ÷ off ${paired(r.name, 'validation on', 'metrics off', rps)} of the requests per second, ${paired(r.name, 'validation on', 'metrics off', inverseCpu)} in server CPU per request.`,
+        `- ${r.name}: response validation overhead (throughput off ÷ on, round by round) ${paired(r.name, 'validation off', 'validation on', rps)}, ` +
+          `p99 on ÷ off ${(on.p99 / Math.max(off.p99, 1)).toFixed(2)}× (medians); the full stack with validation off ÷ bare Express ${paired(r.name, 'validation off', 'bare Express', inverseCpu, false, 0)} in server CPU per request; ` +
+          `over HTTPS p99 ${tls.p99} ms vs ${on.p99} ms plain (medians; plain ÷ HTTPS **${((Math.max(on.p99, 1) / Math.max(tls.p99, 1)) * 100).toFixed(0)} %**, goal: at least 85 %).`,
       );
       if (AGAINST) {
         const main = (label: string) => `${label}${against}`;
@@ -314,9 +333,11 @@ async function main(): Promise<void> {
       '## HTTP',
       '',
       `Measured by \`npm run bench:http\` (bench/http.ts) on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: ${machine()}.`,
-      `autocannon, ${CONNECTIONS} connections, ${SECONDS} s per run after a 2 s warm-up, ${ROUNDS} rounds, median reported; in each round`,
-      'metrics off, validation on and HTTPS run one after another, every other round in the opposite order, and the shares below',
-      'are also given round by round (each from two runs seconds apart), which other load on the machine moves less.',
+      `autocannon, ${CONNECTIONS} connections, ${SECONDS} s per run, ${ROUNDS} rounds, median reported. Every round starts a fresh server process for`,
+      `each configuration (${ROUNDS * configs.length} processes in all), warms each up for ${WARMUP} s per route and stops them at the round's end, so that`,
+      'no single process\'s pace (how V8 optimised its code, how its young generation fills) decides a share; in each round metrics off,',
+      'validation on and HTTPS run one after another, every other round in the opposite order, and the goal shares are the median of',
+      'the per-round shares (each from two runs seconds apart on two fresh processes), with their range.',
       'Client (autocannon, in the benchmark\'s process) and server share the machine\'s cores, so the client\'s CPU per request',
       '(its TLS included) is given too. The app is built by `createApp()` as `npm start` builds it (request validation,',
       'bearer auth, rate limiting with every limit raised a million-fold, request ids, info-level pino logs to a discarded',
