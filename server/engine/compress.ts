@@ -2,7 +2,7 @@ import { ZstdCompress, ZstdDecompress, constants, gunzipSync, gzipSync, zstdComp
 import { releasePrivate } from './release.ts';
 import type { Compression, CompressionCode } from './types.ts';
 
-export const DEFAULT_ZSTD_LEVEL = 3;
+export const DEFAULT_ZSTD_LEVEL = 2;
 
 export function compressionCode(c: Compression): CompressionCode {
   return c === 'zstd' ? 1 : c === 'gzip' ? 2 : 0;
