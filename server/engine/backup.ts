@@ -34,6 +34,8 @@ export interface BackupOptions extends WalkHooks {
   onProgress?: (p: Progress) => void;
   /** Receives every entry of the snapshot, in batches, as its directory is stored (awaited: a slow receiver slows the backup). */
   onEntries?: (batch: EntryRecord[]) => void | Promise<void>;
+  /** Tuning (tests, benchmarks): from what worker backlog a chunk is encoded on this thread (pool.ts, INLINE_BACKLOG). */
+  inlineBacklog?: number;
 }
 
 export interface BackupResult {
@@ -110,7 +112,7 @@ export async function backup(repo: Repository, opts: BackupOptions): Promise<Bac
   const progress = new ProgressReporter(opts.onProgress);
   progress.emit();
   // On 2 cores a second worker made no backup of the real tree or of a 1 GiB file faster, and cost 20–25 MB.
-  const pool = new WorkerPool(repo.key, WORKERS_BESIDE_MAIN);
+  const pool = new WorkerPool(repo.key, WORKERS_BESIDE_MAIN, { inlineBacklog: opts.inlineBacklog });
   const scan = startScan(root, (files, bytes) => progress.setTotals(files, bytes));
   const stop = (): void => {
     pool.close();

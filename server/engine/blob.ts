@@ -1,9 +1,10 @@
 import { bytesEqual, toHex } from './codec.ts';
+import { createSecretKey } from 'node:crypto';
 import { chunkId, open, seal, sealInto } from './crypto.ts';
 import type { BlobKeys } from './crypto.ts';
 import { compress, compressTransient, decompress, releaseTransient } from './compress.ts';
 import { EngineError } from './errors.ts';
-import { releasePrivate } from './release.ts';
+import { owned, releasePrivate } from './release.ts';
 import type { CompressionCode } from './types.ts';
 
 /**
@@ -38,6 +39,23 @@ export function encodeBlob(key: BlobKeys, plain: Uint8Array, comp: CompressionCo
   const data = encrypt ? seal(key.encryption, packed.data, id) : packed.data;
   if (encrypt && packed.data !== plain) releaseTransient(packed.data); // the compressor's output, now sealed
   return { id, data, comp: packed.code, rawLength: plain.length };
+}
+
+/** The keys encodeBlob and decodeBlob take, from the repository's master key (its bytes). */
+export function blobKeys(key: { encryption: Uint8Array; chunkId: Uint8Array }): BlobKeys {
+  return { encryption: createSecretKey(key.encryption), chunkId: createSecretKey(key.chunkId) };
+}
+
+/**
+ * encodeBlob for a plaintext handed over whole (a chunk given to the worker pool, encoded by a
+ * worker or by the pool's own thread): its buffer is freed once encoded, and the stored form owns
+ * its whole buffer (transferable).
+ */
+export function encodeHandedOver(key: BlobKeys, plain: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean): EncodedBlob {
+  const blob = encodeBlob(key, plain, comp, level, encrypt);
+  const data = owned(blob.data);
+  if (data.buffer !== plain.buffer) releasePrivate(plain);
+  return { ...blob, data };
 }
 
 /**

@@ -1,11 +1,11 @@
-import { createHash, createSecretKey } from 'node:crypto';
+import { createHash, createSecretKey, randomBytes } from 'node:crypto';
 import { closeSync, lstatSync, openSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { decodeBlob } from './blob.ts';
 import { chunkId, newMasterKey } from './crypto.ts';
-import { WorkerPool } from './pool.ts';
+import { INLINE_BACKLOG, INLINE_MAX, WorkerPool } from './pool.ts';
 import { DIR_FLAGS } from './source.ts';
 import { tempDir } from './testing/fixtures.ts';
 
@@ -74,4 +74,69 @@ it('hands back each small file of a batch as it was read: its chunk id, sha256 a
     await pool.stopped();
     closeSync(fd);
   }
+});
+
+/** Compressible chunks of `size` bytes, each different. */
+function chunks(n: number, size: number): Uint8Array[] {
+  return Array.from({ length: n }, () => new Uint8Array(Buffer.alloc(size, `${randomBytes(16).toString('hex')} some text\n`)));
+}
+
+it('encodes a chunk on its own thread only while the worker has a backlog, one at a time, never a chunk above INLINE_MAX, with the output a worker gives', async () => {
+  const key = newMasterKey();
+  const keys = { encryption: createSecretKey(key.encryption), chunkId: createSecretKey(key.chunkId) };
+  const pool = new WorkerPool(key, 1);
+  const opts = { comp: 1, level: undefined, encrypt: true } as const;
+  try {
+    const size = 1 << 20;
+    const plains = chunks(INLINE_BACKLOG / size + 3, size);
+    const copies = plains.map((p) => Buffer.from(p));
+    // Sent at once: the worker answers nothing before this turn ends, so its backlog is every chunk sent to it.
+    const results = await Promise.all(plains.map((p) => pool.encode(opts, p)));
+    // The chunk after INLINE_BACKLOG bytes went to the worker, alone: the next ones went to the worker while it waited.
+    expect(pool.encodedHere).toBe(size);
+    results.forEach((blob, i) => {
+      expect(Buffer.from(decodeBlob(keys, { id: blob.id, encrypted: true, comp: blob.comp, rawLength: blob.rawLength }, blob.data))).toEqual(copies[i]);
+      expect(blob.comp).toBe(1);
+      expect(blob.data.byteLength).toBe(blob.data.buffer.byteLength); // its own buffer, as a worker's (transferable)
+    });
+    // Chunks handed over are freed, whichever thread encoded them.
+    for (const p of plains) expect(p.buffer.detached).toBe(true);
+
+    const big = chunks(INLINE_BACKLOG / size + 3, INLINE_MAX + 1);
+    await Promise.all(big.map((p) => pool.encode(opts, p)));
+    expect(pool.encodedHere).toBe(size);
+  } finally {
+    await pool.stopped();
+  }
+
+  // Unsealed, the stored form is the same bytes from either thread.
+  const plain = chunks(1, 700 * 1024)[0]!;
+  const outputs = [];
+  for (const inlineBacklog of [Number.POSITIVE_INFINITY, 0]) {
+    const one = new WorkerPool(key, 1, { inlineBacklog });
+    try {
+      await one.encode(opts, chunks(1, 4096)[0]!); // starts the worker: until then it may start one, and encodes nothing itself
+      outputs.push(await one.encode({ comp: 1, level: undefined, encrypt: false }, new Uint8Array(plain)));
+      expect(one.encodedHere).toBe(inlineBacklog === 0 ? plain.length : 0);
+    } finally {
+      await one.stopped();
+    }
+  }
+  expect(Buffer.from(outputs[1]!.data)).toEqual(Buffer.from(outputs[0]!.data));
+  expect(outputs[1]!.id).toEqual(outputs[0]!.id);
+});
+
+it('cancels a chunk waiting to be encoded on its own thread when closed: it rejects, its buffer is freed, nothing is encoded', async () => {
+  const pool = new WorkerPool(newMasterKey(), 1, { inlineBacklog: 0 });
+  const opts = { comp: 1, level: undefined, encrypt: true } as const;
+  await pool.encode(opts, chunks(1, 4096)[0]!);
+  const plain = chunks(1, 1 << 20)[0]!;
+  const encoded = pool.encode(opts, plain);
+  pool.close();
+  await expect(encoded).rejects.toMatchObject({ code: 'CANCELLED' });
+  expect(plain.buffer.detached).toBe(true);
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(pool.encodedHere).toBe(0);
+  await expect(pool.encode(opts, chunks(1, 4096)[0]!)).rejects.toMatchObject({ code: 'CANCELLED' });
+  await pool.stopped();
 });

@@ -56,3 +56,8 @@ export function releasePrivate(view: Uint8Array): void {
   const buffer = view.buffer;
   if (buffer instanceof ArrayBuffer && view.byteOffset === 0 && buffer.byteLength !== Buffer.poolSize && !buffer.detached) buffer.transfer(0);
 }
+
+/** A view that owns its whole ArrayBuffer, as is (transferable to another thread); anything else (a pooled Buffer's slice) copied. */
+export function owned(data: Uint8Array): Uint8Array {
+  return data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer ? data : new Uint8Array(data);
+}

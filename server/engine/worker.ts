@@ -1,13 +1,12 @@
-import { createSecretKey, hash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import { decodeBlob, encodeBlob, encodeBlobInto } from './blob.ts';
+import { blobKeys, decodeBlob, encodeBlobInto, encodeHandedOver } from './blob.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
 import { SEAL_OVERHEAD } from './crypto.ts';
-import type { BlobKeys } from './crypto.ts';
 import { EngineError, postedErrno } from './errors.ts';
 import type { PostedErrno } from './errors.ts';
-import { collector, releasePrivate } from './release.ts';
+import { collector, owned, releasePrivate } from './release.ts';
 import { listDirectory } from './listing.ts';
 import { DIR_FLAGS, FILE_FLAGS, atPath, changedSinceWalk, openFailure } from './source.ts';
 import type { DecodedRun, RunBlob } from './run-reader.ts';
@@ -99,11 +98,6 @@ export type DirListing = { data: Uint8Array } | { error: string };
 // Encoding frees its buffers itself (read, compressed and sent): a backstop by bytes alone. One
 // by count as well (every 1,024 small files) cost a fifth of a worker's time, for no less memory.
 const encodedItems = collector('major', 32 * 1024 * 1024, Number.POSITIVE_INFINITY);
-
-/** A view that owns its whole ArrayBuffer can be transferred; anything else (pooled Buffers) is copied. */
-function own(data: Uint8Array): Uint8Array {
-  return data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && data.buffer instanceof ArrayBuffer ? data : new Uint8Array(data);
-}
 
 /** This thread's buffer for a small file's bytes, reused from file to file (see readSourceFile). */
 let readBuffer = new Uint8Array(0);
@@ -279,17 +273,10 @@ function writeOp(op: WriteOp, transfer: ArrayBuffer[]): WriteResult {
   }
 }
 
-const raw = workerData as { encryption: Uint8Array; chunkId: Uint8Array };
-const key: BlobKeys = { encryption: createSecretKey(raw.encryption), chunkId: createSecretKey(raw.chunkId) };
+const key = blobKeys(workerData as { encryption: Uint8Array; chunkId: Uint8Array });
 
 function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer[] } {
   const transfer: ArrayBuffer[] = [];
-  const encoded = (blob: EncodedBlob, plain: Uint8Array): EncodedBlob => {
-    const data = own(blob.data);
-    if (data.buffer !== plain.buffer) releasePrivate(plain); // inputs arrive transferred (or were read here): private
-    transfer.push(data.buffer as ArrayBuffer);
-    return { ...blob, data };
-  };
   switch (msg.type) {
     case 'listDir':
       return {
@@ -307,7 +294,9 @@ function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer
       return {
         results: msg.items.map((plain) => {
           encodedItems(plain.length);
-          return encoded(encodeBlob(key, plain, msg.comp, msg.level, msg.encrypt), plain);
+          const blob = encodeHandedOver(key, plain, msg.comp, msg.level, msg.encrypt);
+          transfer.push(blob.data.buffer as ArrayBuffer);
+          return blob;
         }),
         transfer,
       };
@@ -343,7 +332,7 @@ function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer
               releasePrivate(data);
             }
           }
-          plain = own(plain);
+          plain = owned(plain);
           if (plain.buffer !== data.buffer) releasePrivate(data);
           transfer.push(plain.buffer as ArrayBuffer);
           return { data: plain };
