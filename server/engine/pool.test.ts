@@ -100,7 +100,7 @@ it('encodes a chunk on its own thread only while the worker has a backlog, one a
       expect(blob.data.byteLength).toBe(blob.data.buffer.byteLength); // its own buffer, as a worker's (transferable)
     });
     // Chunks handed over are freed, whichever thread encoded them.
-    for (const p of plains) expect(p.buffer.detached).toBe(true);
+    for (const p of plains) expect((p.buffer as ArrayBuffer).detached).toBe(true);
 
     const big = chunks(INLINE_BACKLOG / size + 3, INLINE_MAX + 1);
     await Promise.all(big.map((p) => pool.encode(opts, p)));
@@ -134,7 +134,7 @@ it('cancels a chunk waiting to be encoded on its own thread when closed: it reje
   const encoded = pool.encode(opts, plain);
   pool.close();
   await expect(encoded).rejects.toMatchObject({ code: 'CANCELLED' });
-  expect(plain.buffer.detached).toBe(true);
+  expect((plain.buffer as ArrayBuffer).detached).toBe(true);
   await new Promise((resolve) => setImmediate(resolve));
   expect(pool.encodedHere).toBe(0);
   await expect(pool.encode(opts, chunks(1, 4096)[0]!)).rejects.toMatchObject({ code: 'CANCELLED' });
