@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { decodeBlob } from './blob.ts';
 import { chunkId, newMasterKey } from './crypto.ts';
-import { INLINE_BACKLOG, INLINE_MAX, WorkerPool } from './pool.ts';
+import { INLINE_BACKLOG, INLINE_MAX, INLINE_QUEUE, WorkerPool } from './pool.ts';
 import { DIR_FLAGS } from './source.ts';
 import { tempDir } from './testing/fixtures.ts';
 
@@ -81,19 +81,19 @@ function chunks(n: number, size: number): Uint8Array[] {
   return Array.from({ length: n }, () => new Uint8Array(Buffer.alloc(size, `${randomBytes(16).toString('hex')} some text\n`)));
 }
 
-it('encodes a chunk on its own thread only while the worker has a backlog, one at a time, never a chunk above INLINE_MAX, with the output a worker gives', async () => {
+it('encodes a chunk on its own thread only while the worker has a backlog, a few at a time, never a chunk above INLINE_MAX, with the output a worker gives', async () => {
   const key = newMasterKey();
   const keys = { encryption: createSecretKey(key.encryption), chunkId: createSecretKey(key.chunkId) };
   const pool = new WorkerPool(key, 1);
   const opts = { comp: 1, level: undefined, encrypt: true } as const;
   try {
     const size = 1 << 20;
-    const plains = chunks(INLINE_BACKLOG / size + 3, size);
+    const plains = chunks(INLINE_BACKLOG / size + INLINE_QUEUE + 2, size);
     const copies = plains.map((p) => Buffer.from(p));
     // Sent at once: the worker answers nothing before this turn ends, so its backlog is every chunk sent to it.
     const results = await Promise.all(plains.map((p) => pool.encode(opts, p)));
-    // The chunk after INLINE_BACKLOG bytes went to the worker, alone: the next ones went to the worker while it waited.
-    expect(pool.encodedHere).toBe(size);
+    // The chunks after INLINE_BACKLOG bytes went to the worker stayed here, up to INLINE_QUEUE: the next ones went to the worker.
+    expect(pool.encodedHere).toBe(INLINE_QUEUE * size);
     results.forEach((blob, i) => {
       expect(Buffer.from(decodeBlob(keys, { id: blob.id, encrypted: true, comp: blob.comp, rawLength: blob.rawLength }, blob.data))).toEqual(copies[i]);
       expect(blob.comp).toBe(1);
@@ -102,9 +102,9 @@ it('encodes a chunk on its own thread only while the worker has a backlog, one a
     // Chunks handed over are freed, whichever thread encoded them.
     for (const p of plains) expect((p.buffer as ArrayBuffer).detached).toBe(true);
 
-    const big = chunks(INLINE_BACKLOG / size + 3, INLINE_MAX + 1);
+    const big = chunks(INLINE_BACKLOG / size + INLINE_QUEUE + 2, INLINE_MAX + 1);
     await Promise.all(big.map((p) => pool.encode(opts, p)));
-    expect(pool.encodedHere).toBe(size);
+    expect(pool.encodedHere).toBe(INLINE_QUEUE * size);
   } finally {
     await pool.stopped();
   }

@@ -65,6 +65,8 @@ export const INLINE_BACKLOG = 4 * 1024 * 1024;
  * real tree and 20–50 ms for 4 MiB on a loaded machine. Its zstd output also fits the thread's reused buffer (compress.ts).
  */
 export const INLINE_MAX = 1536 * 1024;
+/** ...and at most this many chunks at once, queued or being encoded here. */
+export const INLINE_QUEUE = 1;
 
 export interface PoolOptions {
   /** The backlog from which a chunk is encoded on this thread (INLINE_BACKLOG); 0: every chunk it may take, Infinity: none. */
@@ -89,8 +91,8 @@ export class WorkerPool {
   private readonly exits: Promise<void>[] = [];
   private readonly inlineBacklog: number;
   private blobKeys: BlobKeys | null = null;
-  /** The chunk this thread is to encode (one at a time, on a later turn of the event loop). */
-  private inline: { plain: Uint8Array; reject: (e: unknown) => void } | null = null;
+  /** Chunks this thread is to encode, one per turn of the event loop. */
+  private readonly inline: { plain: Uint8Array; opts: EncodeOptions; resolve: (blob: EncodedBlob) => void; reject: (e: unknown) => void }[] = [];
   /** Plaintext bytes encoded on this thread so far. */
   encodedHere = 0;
 
@@ -146,10 +148,9 @@ export class WorkerPool {
     }
     for (const batch of this.batches.values()) for (const s of batch.settles) s.reject(new EngineError('CANCELLED', 'the operation was stopped'));
     this.batches.clear();
-    if (this.inline) {
-      releasePrivate(this.inline.plain);
-      this.inline.reject(new EngineError('CANCELLED', 'the operation was stopped'));
-      this.inline = null;
+    for (const job of this.inline.splice(0)) {
+      releasePrivate(job.plain);
+      job.reject(new EngineError('CANCELLED', 'the operation was stopped'));
     }
   }
 
@@ -195,33 +196,35 @@ export class WorkerPool {
   }
 
   /**
-   * Whether a chunk is better encoded on this thread: it has none waiting, the pool starts no
+   * Whether a chunk is better encoded on this thread: it has room in its queue, the pool starts no
    * further worker, and even the least busy one has a backlog.
    */
   private encodesHere(bytes: number): boolean {
-    if (this.closed || this.inline || bytes > INLINE_MAX || this.slots.length < this.size) return false;
+    if (this.closed || this.inline.length >= INLINE_QUEUE || bytes > INLINE_MAX || this.slots.length < this.size) return false;
     let backlog = Math.min(...this.slots.map((s) => s.pendingBytes));
     for (const batch of this.batches.values()) backlog += batch.bytes;
     return backlog >= this.inlineBacklog;
   }
 
-  /** Encodes on a later turn of the event loop (the caller goes on reading), as a worker would; close() cancels it. */
+  /** Encodes on a later turn of the event loop (the caller goes on reading), as a worker would; close() cancels what waits. */
   private encodeHere(opts: EncodeOptions, plain: Uint8Array): Promise<EncodedBlob> {
     return new Promise((resolve, reject) => {
-      const job = { plain, reject };
-      this.inline = job;
-      setImmediate(() => {
-        if (this.inline !== job) return; // cancelled
-        this.inline = null;
-        const bytes = plain.length;
-        try {
-          resolve(encodeHandedOver((this.blobKeys ??= blobKeys(this.key)), plain, opts.comp, opts.level, opts.encrypt));
-          this.encodedHere += bytes;
-        } catch (err) {
-          reject(new EngineError('INTERNAL_ERROR', `cannot encode a blob: ${(err as Error).message}`));
-        }
-      });
+      if (this.inline.push({ plain, opts, resolve, reject }) === 1) setImmediate(() => this.encodeNext());
     });
+  }
+
+  private encodeNext(): void {
+    const job = this.inline[0];
+    if (!job) return; // cancelled
+    const bytes = job.plain.length;
+    try {
+      job.resolve(encodeHandedOver((this.blobKeys ??= blobKeys(this.key)), job.plain, job.opts.comp, job.opts.level, job.opts.encrypt));
+      this.encodedHere += bytes;
+    } catch (err) {
+      job.reject(new EngineError('INTERNAL_ERROR', `cannot encode a blob: ${(err as Error).message}`));
+    }
+    this.inline.shift();
+    if (this.inline.length > 0) setImmediate(() => this.encodeNext());
   }
 
   /** Read a small file through its directory handle and encode it as one chunk (with its sha256). */
