@@ -60,9 +60,9 @@ export const WORKERS_BESIDE_MAIN = Math.min(Math.max(availableParallelism() - 1,
  */
 export const INLINE_BACKLOG = 4 * 1024 * 1024;
 /**
- * ...and only a chunk up to this size (the chunker's maximum is 4 MiB; most chunks are 0.5–1.5
- * MiB): one encode holds this thread's event loop for its whole length, about 5 ms for 1 MiB of the
- * real tree and 20–50 ms for 4 MiB on a loaded machine. Its zstd output also fits the thread's reused buffer (compress.ts).
+ * ...and only a chunk up to this size (the chunker's maximum is 4 MiB; most chunks are 1–1.5 MiB):
+ * one encode holds this thread's event loop for its whole length, 4–10 ms for 1 MiB of the real
+ * tree and 40–54 ms for 4 MiB, measured at load 3. Its zstd output fits the thread's reused buffer (compress.ts).
  */
 export const INLINE_MAX = 1536 * 1024;
 /** ...and at most this many chunks at once, queued or being encoded here. */
