@@ -151,7 +151,10 @@ async function main(): Promise<void> {
     if (!t) throw new Error(`unknown tool ${n}`);
     return t;
   });
-  if (values['via-service']) tools.push(service(root));
+  if (values['via-service'] && !tools.some((t) => t.name === 'service')) tools.push(service(root));
+  const names = tools.map((t) => t.name);
+  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  if (twice) throw new Error(`tool ${twice} is named twice (each tool works in a directory of its own name)`);
   const samples = new Map<string, Sample[]>(tools.map((t) => [t.name, []]));
   const targets = await RestoreTargets.open(join(base, 'targets'));
   for (let round = 0; round < runs; round++) {
@@ -166,7 +169,6 @@ async function main(): Promise<void> {
     return { min: Math.min(...xs), median: median(xs), max: Math.max(...xs) };
   };
   const ref = samples.has('restic') ? 'restic' : undefined;
-  const names = tools.map((t) => t.name);
   const lines = rows.map(([m, label]) => {
     const digits = m.startsWith('rss') || m.startsWith('repo') ? 0 : 2;
     const cells = names.map((n) => {
