@@ -14,7 +14,7 @@
 //   BENCH_SECONDS (default 5) per run, BENCH_CONNECTIONS (default 10), BENCH_ROUNDS (default 5),
 //   BENCH_WARMUP (default 2: seconds of load per route on each fresh server before its round),
 //   BENCH_DOC (default docs/performance.md), BENCH_ROUTES (only the routes whose name contains it,
-//   e.g. `backup`; all by default), BENCH_AGAINST (another checkout, say main: its servers of the
+//   e.g. `backup`; all by default), BENCH_AGAINST (another checkout, say main: its servers, run with its own `npm start` flags, of the
 //   configurations "validation on", "metrics off" and "HTTPS" join every round, side by side),
 //   BENCH_PROFILE (a directory: each measured server writes a CPU profile there, `--cpu-prof`).
 //
@@ -30,7 +30,7 @@ import { basename, join } from 'node:path';
 import type { RateLimitStore } from '../server/ratelimit/store.ts';
 import { createCa, issueCertificate } from '../scripts/dev-cert/pki.ts';
 import { freePort } from '../server/testing/services/ports.ts';
-import { NODE_FLAGS } from './tools.ts';
+import { NODE_FLAGS, nodeFlags } from './tools.ts';
 import { autocannon, cpuMicros, machine, median, writeSection, type LoadResult as Result } from './common.ts';
 
 
@@ -72,9 +72,10 @@ async function serve(): Promise<void> {
 const PROFILE = process.env.BENCH_PROFILE;
 const AGAINST = process.env.BENCH_AGAINST;
 
-function start(args: string[], env: Record<string, string>, profile?: string): ChildProcess {
+/** A server process, with the V8 flags of the checkout it is started from (`flags`). */
+function start(args: string[], env: Record<string, string>, profile?: string, flags = NODE_FLAGS): ChildProcess {
   const prof = PROFILE && profile ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, profile)}`] : [];
-  return spawn(process.execPath, [...NODE_FLAGS, ...prof, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  return spawn(process.execPath, [...flags, ...prof, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 /** GET over TLS, trusting `ca` (fetch cannot be given a CA). */
@@ -205,7 +206,7 @@ async function main(): Promise<void> {
       const configs: Config[] = [];
       const serveFrom = async (label: string, checkout: string, tag: string, extra: Record<string, string>, metrics: string | undefined, tls: boolean): Promise<void> => {
         const port = await freePort();
-        const child = start([join(checkout, 'bench', 'http.ts'), '--serve'], { ...env, DATA_DIR: copy(`data-${tag}`), PORT: String(port), METRICS_PORT: metrics ?? String(await freePort()), ...extra, ...(tls ? { TLS_CERT_FILE: cert.cert, TLS_KEY_FILE: cert.key } : {}) }, `${tag}-${round}`);
+        const child = start([join(checkout, 'bench', 'http.ts'), '--serve'], { ...env, DATA_DIR: copy(`data-${tag}`), PORT: String(port), METRICS_PORT: metrics ?? String(await freePort()), ...extra, ...(tls ? { TLS_CERT_FILE: cert.cert, TLS_KEY_FILE: cert.key } : {}) }, `${tag}-${round}`, nodeFlags(checkout));
         children.push(child);
         configs.push({ label, origin: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`, pid: child.pid! });
       };

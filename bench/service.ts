@@ -12,7 +12,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { delimiter, dirname, join } from 'node:path';
 import { freePort } from './tools.ts';
 import type { Measure, Tool } from './tools.ts';
-import { NODE_FLAGS } from './tools.ts';
+import { nodeFlags } from './tools.ts';
 
 const KEY = 'key_bench_service';
 /** The kernel's clock ticks per second (getconf CLK_TCK), the unit of /proc/<pid>/stat's times. */
@@ -33,7 +33,7 @@ export interface RunningService {
 /** Starts the app on a free port with `dataDir`, allowing `roots`. */
 export async function startService(root: string, opts: { dataDir: string; roots: string[]; masterKeyFile?: string }): Promise<RunningService> {
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [...NODE_FLAGS, join(root, 'bench', 'http.ts'), '--serve'], {
+  const child: ChildProcess = spawn(process.execPath, [...nodeFlags(root), join(root, 'bench', 'http.ts'), '--serve'], {
     env: {
       ...process.env,
       HOST: '127.0.0.1',

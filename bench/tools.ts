@@ -55,33 +55,42 @@ export interface Tool {
 const PASSWORD = 'bench-password-not-secret';
 
 
-/** `npm start`'s command (its script in package.json): every process a benchmark starts runs as it runs the server. */
-const START = (JSON.parse(readFileSync(join(import.meta.dirname, '..', 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+/** `npm start`'s command (its script in `checkout`'s package.json): every process a benchmark starts runs as it runs the server. */
+function startScript(checkout: string): string {
+  return (JSON.parse(readFileSync(join(checkout, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+}
 
 /**
- * The V8 flags of that command: every process of ours a benchmark starts runs with them, so it
- * measures what is shipped. (4 MB semi-spaces: without them V8 lets the main thread's young
- * generation grow to 128 MB; see docs/decisions.md.)
+ * The V8 flags of that command: every process of `checkout` a benchmark starts runs with them, so
+ * it measures what that checkout ships (another checkout side by side runs with its own).
+ * (4 MB semi-spaces: without them V8 lets the main thread's young generation grow to 128 MB; see
+ * docs/decisions.md.)
  */
-export const NODE_FLAGS: string[] = /\bnode((?: --\S+)*) server\/main\.ts/.exec(START)?.[1]!.trim().split(' ').filter(Boolean) ?? [];
+export function nodeFlags(checkout: string): string[] {
+  return /\bnode((?: --\S+)*) server\/main\.ts/.exec(startScript(checkout))?.[1]!.trim().split(' ').filter(Boolean) ?? [];
+}
+
+/** This checkout's flags. */
+export const NODE_FLAGS: string[] = nodeFlags(join(import.meta.dirname, '..'));
 
 // The command's environment (`env NAME=value … node`: glibc's malloc settings) is set for every
 // process the benchmark starts, the peers' too (restic, a Go binary, does not use glibc's malloc).
-for (const [, name, value] of /\benv((?: \w+=\S+)+) node\b/.exec(START)?.[1]!.matchAll(/(\w+)=(\S+)/g) ?? []) process.env[name!] = value!;
+for (const [, name, value] of /\benv((?: \w+=\S+)+) node\b/.exec(startScript(join(import.meta.dirname, '..')))?.[1]!.matchAll(/(\w+)=(\S+)/g) ?? []) process.env[name!] = value!;
 
 export function ours(root: string): Tool {
   const cli = join(root, 'bench', 'engine-cli.ts');
+  const flags = nodeFlags(root);
   return {
     name: 'ours',
     async init() {
       // The repository is created on first open, inside the first backup's time.
     },
     async backup(repo, source, home) {
-      const m = await measure(process.execPath, [...NODE_FLAGS, cli, 'backup', repo, source], { scratch: home });
+      const m = await measure(process.execPath, [...flags, cli, 'backup', repo, source], { scratch: home });
       return { ...m, snapshot: (JSON.parse(m.stdout) as { snapshotId: string }).snapshotId };
     },
     restore(repo, snapshot, target, home) {
-      return measure(process.execPath, [...NODE_FLAGS, cli, 'restore', repo, snapshot, target], { scratch: home });
+      return measure(process.execPath, [...flags, cli, 'restore', repo, snapshot, target], { scratch: home });
     },
   };
 }
