@@ -8,7 +8,7 @@ import type { Avoid } from './prune-marker.ts';
 import { PACK_BLOBS, PackWriter, SLAB, TREE_PACK_SIZE } from './pack.ts';
 import { DEFAULT_PACKING } from './storage/backend.ts';
 import type { EncodeOptions, WorkerPool } from './pool.ts';
-import type { SourceFile } from './worker.ts';
+import type { SourceFile, SourceFileResult } from './worker.ts';
 import type { Repository } from './repository.ts';
 
 /**
@@ -114,11 +114,13 @@ export class BlobWriter {
    * it was not read.
    */
   storeFile(file: SourceFile): Promise<() => Promise<StoredFile>> {
-    return this.admit(file.size, async () => {
-      const r = await this.pool.encodeFile(this.opts, file);
-      if (!('blob' in r)) return r;
-      return { id: r.blob ? this.accept(r.blob, 'data', this.opts.encrypt) : null, sha256: r.sha256 };
-    });
+    return this.admit(file.size, async () => this.fileStored(await this.pool.encodeFile(this.opts, file)));
+  }
+
+  /** A small file's result from the pool: its blob accepted into a pack, or why it was not read. */
+  private fileStored(r: SourceFileResult): StoredFile {
+    if (!('blob' in r)) return r;
+    return { id: r.blob ? this.accept(r.blob, 'data', this.opts.encrypt) : null, sha256: r.sha256 };
   }
 
   /**
@@ -132,8 +134,7 @@ export class BlobWriter {
     const result = this.pool.encodeFile(this.opts, file).then(
       (r): StoredFile => {
         try {
-          if (!('blob' in r)) return r;
-          return { id: r.blob ? this.accept(r.blob, 'data', this.opts.encrypt) : null, sha256: r.sha256 };
+          return this.fileStored(r);
         } finally {
           this.inFlight.release(held);
         }
