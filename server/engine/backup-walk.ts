@@ -208,9 +208,40 @@ class NameArena {
 /** A batch posted to a worker copies each of these its names lie in, whole. */
 const ARENA_BYTES = 2048;
 
+/** Large files queued (each holding only its directory open) before the walk waits for one to be read. */
+const LARGE_QUEUE = 2;
+
+/**
+ * Large files, read through the chunker on this thread one after another while the walk goes on
+ * with the small ones. Their chunking and hashing here, and their chunks (which this thread may
+ * encode, see WorkerPool), overlap the worker's reading of small files: read in turn, a large
+ * file left the worker waiting on this thread, and the small files this thread waiting on the
+ * worker (the real tree's backup: 0.95× the time, in a run side by side).
+ */
+class LargeFiles {
+  private tail: Promise<unknown> = Promise.resolve();
+  private queued = 0;
+  private room: (() => void) | null = null;
+
+  /** Queues `read` (after waiting while LARGE_QUEUE are queued); resolves to its outcome (wrapped: not awaited here). */
+  async add<T>(read: () => Promise<T>): Promise<{ done: Promise<T> }> {
+    while (this.queued >= LARGE_QUEUE) await new Promise<void>((resolve) => (this.room = resolve));
+    this.queued++;
+    const done = this.tail.then(read).finally(() => {
+      this.queued--;
+      const room = this.room;
+      this.room = null;
+      room?.();
+    });
+    this.tail = done.catch(() => {});
+    return { done };
+  }
+}
+
 export class SourceWalk {
   private readonly ctx: WalkContext;
   private readonly names = new NameArena();
+  private readonly large = new LargeFiles();
   files = 0;
   directories = 0;
   sizeBytes = 0;
@@ -378,46 +409,51 @@ export class SourceWalk {
     });
     let nextSub = 0;
     try {
-      for (let i = 0; i < entries.length; i++) {
-        throwIfAborted(signal);
-        const e = entries[i]!;
-        if (e.error) {
-          warnings.add(childPath(rel, e.name), e.error);
-          continue;
-        }
-        const prev = prevs[i];
-        if (e.kind === 'l') {
-          // Its own copy of the target: the node may go out to onEntries.
-          work.slots[i] = prev?.type === 'l' && sameMeta(prev, e) && bytesEqual(prev.link!, e.link!) ? prev : node(e, 'l', 0, undefined, undefined, undefined, e.link!.slice());
-        } else if (e.kind === 'f') {
-          if (this.unchanged(prev, e)) {
-            work.slots[i] = prev.mode === e.mode ? prev : node(e, 'f', prev.size, prev.sha256, prev.chunks);
-            this.ctx.progress.add(1, prev.size);
+      // Two passes: the large files first, each then read on this thread while the worker reads
+      // the small files here and in the subdirectories (LargeFiles); then everything else.
+      for (let pass = 0; pass < 2; pass++) {
+        for (let i = 0; i < entries.length; i++) {
+          const e = entries[i]!;
+          if ((pass === 0) !== (e.kind === 'f' && !e.error && e.size > SMALL_FILE && !this.unchanged(prevs[i], e))) continue;
+          throwIfAborted(signal);
+          if (e.error) {
+            warnings.add(childPath(rel, e.name), e.error);
             continue;
           }
-          if (hooks.beforeOpen) await hooks.beforeOpen(childPath(rel, e.name), 'file');
-          if (e.size > SMALL_FILE) {
-            const stored = await this.stream(fd, e, rel);
-            work.add(i, stored());
+          const prev = prevs[i];
+          if (e.kind === 'l') {
+            // Its own copy of the target: the node may go out to onEntries.
+            work.slots[i] = prev?.type === 'l' && sameMeta(prev, e) && bytesEqual(prev.link!, e.link!) ? prev : node(e, 'l', 0, undefined, undefined, undefined, e.link!.slice());
+          } else if (e.kind === 'f') {
+            if (this.unchanged(prev, e)) {
+              work.slots[i] = prev.mode === e.mode ? prev : node(e, 'f', prev.size, prev.sha256, prev.chunks);
+              this.ctx.progress.add(1, prev.size);
+              continue;
+            }
+            if (hooks.beforeOpen) await hooks.beforeOpen(childPath(rel, e.name), 'file');
+            if (e.size > SMALL_FILE) {
+              const { done } = await this.large.add(() => this.stream(fd, e, rel));
+              work.add(i, done.then((stored) => stored()));
+            } else {
+              const file = { dirFd: fd, name: this.names.copy(e.name), size: e.size, dev: e.dev, ino: e.ino };
+              const stored = writer.storeFileNow(file) ?? (await writer.storeFile(file));
+              this.small(work, i, e, fd, rel, stored());
+            }
+          } else if (e.kind === 'd') {
+            const { earlier, sub } = await ahead.take(nextSub++);
+            const path = childPath(rel, e.name);
+            if ('error' in sub) {
+              warnings.add(path, sub.error);
+              continue;
+            }
+            const done = await this.dir(sub, path, earlier);
+            work.add(
+              i,
+              done().then((subtree) => (prev?.type === 'd' && sameMeta(prev, e) && bytesEqual(prev.subtree!, subtree) ? prev : node(e, 'd', 0, undefined, undefined, subtree))),
+            );
           } else {
-            const file = { dirFd: fd, name: this.names.copy(e.name), size: e.size, dev: e.dev, ino: e.ino };
-            const stored = writer.storeFileNow(file) ?? (await writer.storeFile(file));
-            this.small(work, i, e, fd, rel, stored());
+            warnings.add(childPath(rel, e.name), `${describeKind(e.kind)}: not backed up`);
           }
-        } else if (e.kind === 'd') {
-          const { earlier, sub } = await ahead.take(nextSub++);
-          const path = childPath(rel, e.name);
-          if ('error' in sub) {
-            warnings.add(path, sub.error);
-            continue;
-          }
-          const done = await this.dir(sub, path, earlier);
-          work.add(
-            i,
-            done().then((subtree) => (prev?.type === 'd' && sameMeta(prev, e) && bytesEqual(prev.subtree!, subtree) ? prev : node(e, 'd', 0, undefined, undefined, subtree))),
-          );
-        } else {
-          warnings.add(childPath(rel, e.name), `${describeKind(e.kind)}: not backed up`);
         }
       }
     } catch (err) {

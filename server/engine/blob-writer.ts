@@ -29,6 +29,12 @@ const INDEX_EVERY_BLOBS = 16384;
  * compressed, sealed): 16 MiB here cost about 20 MB more of a backup's peak, at the same CPU.
  */
 const IN_FLIGHT = 8 * 1024 * 1024;
+/**
+ * Small files sent to the workers and not yet back in a pack, as much again in a budget of their
+ * own: with one budget for both, a large file's chunks (read on this thread as the walk goes on)
+ * took all of it and left the worker without small files to read.
+ */
+const FILES_IN_FLIGHT = 8 * 1024 * 1024;
 /** The largest blob a pack may take last (a chunk of 4 MiB, stored with its overhead). */
 const MAX_BLOB = 5 * 1024 * 1024;
 /**
@@ -57,6 +63,7 @@ export class BlobWriter {
   private unindexedBlobs = 0;
   private readonly closing = new Set<Promise<void>>();
   private readonly inFlight: Budget;
+  private readonly filesInFlight: Budget;
   /** Blob bytes handed to packs and not yet written out (a local directory writes them as the pack fills; an object store once it is sealed). */
   private readonly unwritten: Budget;
   private readonly written = (bytes: number): void => this.unwritten.release(bytes);
@@ -76,6 +83,7 @@ export class BlobWriter {
     this.avoid = avoid;
     this.signal = signal;
     this.inFlight = new Budget(IN_FLIGHT, signal);
+    this.filesInFlight = new Budget(FILES_IN_FLIGHT, signal);
     const packing = repo.backend.packing ?? DEFAULT_PACKING;
     this.dataPackBytes = packing.dataPackBytes;
     // Below what is held until it can be written (packs kept until sealed, each with its last blob;
@@ -85,15 +93,15 @@ export class BlobWriter {
   }
 
   /** Waits for room, then runs `start`; the returned thunk resolves once the work is accepted into a pack. */
-  private async admit<T>(bytes: number, start: () => Promise<T>): Promise<() => Promise<T>> {
+  private async admit<T>(bytes: number, start: () => Promise<T>, budget = this.inFlight): Promise<() => Promise<T>> {
     const held = bytes + BLOB_OVERHEAD;
     await this.unwritten.wait();
-    await this.inFlight.acquire(held);
+    await budget.acquire(held);
     if (this.failure) {
-      this.inFlight.release(held);
+      budget.release(held);
       throw this.failure;
     }
-    const result = start().finally(() => this.inFlight.release(held));
+    const result = start().finally(() => budget.release(held));
     result.catch(() => {}); // observed by the caller through the thunk
     return () => result;
   }
@@ -114,7 +122,7 @@ export class BlobWriter {
    * it was not read.
    */
   storeFile(file: SourceFile): Promise<() => Promise<StoredFile>> {
-    return this.admit(file.size, async () => this.fileStored(await this.pool.encodeFile(this.opts, file)));
+    return this.admit(file.size, async () => this.fileStored(await this.pool.encodeFile(this.opts, file)), this.filesInFlight);
   }
 
   /** A small file's result from the pool: its blob accepted into a pack, or why it was not read. */
@@ -130,17 +138,17 @@ export class BlobWriter {
    */
   storeFileNow(file: SourceFile): (() => Promise<StoredFile>) | null {
     const held = file.size + BLOB_OVERHEAD;
-    if (this.failure || this.unwritten.exceeded || !this.inFlight.tryAcquire(held)) return null;
+    if (this.failure || this.unwritten.exceeded || !this.filesInFlight.tryAcquire(held)) return null;
     const result = this.pool.encodeFile(this.opts, file).then(
       (r): StoredFile => {
         try {
           return this.fileStored(r);
         } finally {
-          this.inFlight.release(held);
+          this.filesInFlight.release(held);
         }
       },
       (err: unknown) => {
-        this.inFlight.release(held);
+        this.filesInFlight.release(held);
         throw err;
       },
     );

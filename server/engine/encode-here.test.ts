@@ -36,7 +36,7 @@ it('restores byte for byte whether the pool encodes chunks on its own thread for
   await writeFile(join(src, 'empty'), '');
   const before = await describeTree(src);
   const key = newMasterKey();
-  const encodedHere = vi.spyOn(WorkerPool.prototype as unknown as { encodeHere: () => unknown }, 'encodeHere');
+  const encodedHere = vi.spyOn(WorkerPool.prototype as unknown as { hold: () => unknown }, 'hold');
 
   for (const [name, inlineBacklog] of [
     ['always', 0],

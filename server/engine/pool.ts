@@ -19,7 +19,7 @@ import type { DirListing, DirRequest, FileBatch, SourceFile, SourceFileResult, W
  * not pay a round trip each; buffers are transferred, not copied.
  * Because the pool belongs to one operation, `close()` can terminate its workers at once, even
  * one stuck in a system call, without touching any other job.
- * When every worker it may start has a backlog, the pool encodes a chunk on its own thread instead
+ * When every worker it may start has a backlog, the pool holds a chunk for its own thread instead
  * (see INLINE_BACKLOG): pure computation on memory, never a system call, which could not be stopped.
  */
 export interface EncodeOptions {
@@ -54,9 +54,12 @@ interface Batch {
 export const WORKERS_BESIDE_MAIN = Math.min(Math.max(availableParallelism() - 1, 1), 8);
 
 /**
- * A chunk is encoded on the pool's own thread only when the workers have at least this much
- * queued (plaintext sent and not answered, or waiting in a batch): each then has well over the
- * time this thread takes for one chunk before it could run dry.
+ * A chunk is held for the pool's own thread only when the workers have at least this much queued
+ * (plaintext sent and not answered, or waiting in a batch): each then has well over the time this
+ * thread takes for one chunk before it could run dry. A worker whose backlog falls below it is
+ * sent held chunks, so neither thread waits while the other has chunks queued (bound to a thread
+ * as it was read, a chunk could wait in the worker's queue behind small files while this thread
+ * had nothing to do).
  */
 export const INLINE_BACKLOG = 4 * 1024 * 1024;
 /**
@@ -65,8 +68,6 @@ export const INLINE_BACKLOG = 4 * 1024 * 1024;
  * tree and 40–54 ms for 4 MiB, measured at load 3. Its zstd output fits the thread's reused buffer (compress.ts).
  */
 export const INLINE_MAX = 1536 * 1024;
-/** ...and at most this many chunks at once, queued or being encoded here. */
-export const INLINE_QUEUE = 1;
 
 export interface PoolOptions {
   /** The backlog from which a chunk is encoded on this thread (INLINE_BACKLOG); 0: every chunk it may take, Infinity: none. */
@@ -91,8 +92,12 @@ export class WorkerPool {
   private readonly exits: Promise<void>[] = [];
   private readonly inlineBacklog: number;
   private blobKeys: BlobKeys | null = null;
-  /** Chunks this thread is to encode, one per turn of the event loop. */
-  private readonly inline: { plain: Uint8Array; opts: EncodeOptions; resolve: (blob: EncodedBlob) => void; reject: (e: unknown) => void }[] = [];
+  /**
+   * Chunks held for whichever thread is free first: this one takes the oldest, one per turn of the
+   * event loop; a worker whose backlog fell below the threshold is sent the newest.
+   */
+  private readonly held: { plain: Uint8Array; opts: EncodeOptions; resolve: (blob: EncodedBlob) => void; reject: (e: unknown) => void }[] = [];
+  private encodeScheduled = false;
   /** Plaintext bytes encoded on this thread so far. */
   encodedHere = 0;
 
@@ -117,6 +122,7 @@ export class WorkerPool {
       slot.pending.delete(msg.seq);
       slot.pendingBytes -= p.bytes;
       if (slot.pending.size === 0) worker.unref();
+      this.feed();
       if (msg.error) p.settle.reject(new EngineError(msg.error.code, msg.error.message));
       else p.settle.resolve(msg.results);
     });
@@ -148,7 +154,7 @@ export class WorkerPool {
     }
     for (const batch of this.batches.values()) for (const s of batch.settles) s.reject(new EngineError('CANCELLED', 'the operation was stopped'));
     this.batches.clear();
-    for (const job of this.inline.splice(0)) {
+    for (const job of this.held.splice(0)) {
       releasePrivate(job.plain);
       job.reject(new EngineError('CANCELLED', 'the operation was stopped'));
     }
@@ -188,34 +194,50 @@ export class WorkerPool {
 
   /** Hash, compress and (optionally) encrypt one blob. The buffer is transferred away (or freed here once encoded). */
   encode(opts: EncodeOptions, chunk: Uint8Array): Promise<EncodedBlob> {
-    if (this.encodesHere(chunk.length)) return this.encodeHere(opts, chunk);
+    if (this.encodesHere(chunk.length)) return this.hold(opts, chunk);
+    return this.toWorker(opts, chunk);
+  }
+
+  private toWorker(opts: EncodeOptions, chunk: Uint8Array): Promise<EncodedBlob> {
     const key = `e:${opts.comp}:${opts.level}:${opts.encrypt}`;
     return this.enqueue(key, chunk, chunk.buffer as ArrayBuffer, chunk.length, (items, transfer) =>
       this.post((seq) => ({ type: 'encode', seq, ...opts, items: items as Uint8Array[] }), transfer, sum(items as Uint8Array[])),
     ) as Promise<EncodedBlob>;
   }
 
-  /**
-   * Whether a chunk is better encoded on this thread: it has room in its queue, the pool starts no
-   * further worker, and even the least busy one has a backlog.
-   */
-  private encodesHere(bytes: number): boolean {
-    if (this.closed || this.inline.length >= INLINE_QUEUE || bytes > INLINE_MAX || this.slots.length < this.size) return false;
+  /** The least busy worker's backlog: plaintext sent and not answered, and what waits in a batch. */
+  private backlog(): number {
     let backlog = Math.min(...this.slots.map((s) => s.pendingBytes));
     for (const batch of this.batches.values()) backlog += batch.bytes;
-    return backlog >= this.inlineBacklog;
+    return backlog;
   }
 
-  /** Encodes on a later turn of the event loop (the caller goes on reading), as a worker would; close() cancels what waits. */
-  private encodeHere(opts: EncodeOptions, plain: Uint8Array): Promise<EncodedBlob> {
+  /** Whether a chunk may wait for this thread: the pool starts no further worker, and even the least busy one has a backlog. */
+  private encodesHere(bytes: number): boolean {
+    if (this.closed || bytes > INLINE_MAX || this.slots.length < this.size) return false;
+    return this.backlog() >= this.inlineBacklog;
+  }
+
+  /** Holds a chunk to be encoded on a later turn of the event loop (the caller goes on reading), or by a worker that runs low; close() cancels what waits. */
+  private hold(opts: EncodeOptions, plain: Uint8Array): Promise<EncodedBlob> {
     return new Promise((resolve, reject) => {
-      if (this.inline.push({ plain, opts, resolve, reject }) === 1) setImmediate(() => this.encodeNext());
+      this.held.push({ plain, opts, resolve, reject });
+      this.scheduleEncode();
+    });
+  }
+
+  private scheduleEncode(): void {
+    if (this.encodeScheduled || this.held.length === 0) return;
+    this.encodeScheduled = true;
+    setImmediate(() => {
+      this.encodeScheduled = false;
+      this.encodeNext();
     });
   }
 
   private encodeNext(): void {
-    const job = this.inline[0];
-    if (!job) return; // cancelled
+    const job = this.held.shift();
+    if (!job) return; // cancelled, or taken by a worker
     const bytes = job.plain.length;
     try {
       job.resolve(encodeHandedOver((this.blobKeys ??= blobKeys(this.key)), job.plain, job.opts.comp, job.opts.level, job.opts.encrypt));
@@ -223,8 +245,15 @@ export class WorkerPool {
     } catch (err) {
       job.reject(new EngineError('INTERNAL_ERROR', `cannot encode a blob: ${(err as Error).message}`));
     }
-    this.inline.shift();
-    if (this.inline.length > 0) setImmediate(() => this.encodeNext());
+    this.scheduleEncode();
+  }
+
+  /** Sends held chunks to the workers while their backlog is below the threshold. */
+  private feed(): void {
+    while (this.held.length > 0 && !this.closed && this.backlog() < this.inlineBacklog) {
+      const job = this.held.pop()!;
+      this.toWorker(job.opts, job.plain).then(job.resolve, job.reject);
+    }
   }
 
   /** Read a small file through its directory handle and encode it as one chunk (with its sha256). */
