@@ -59,18 +59,17 @@ export function encodeHandedOver(key: BlobKeys, plain: Uint8Array, comp: Compres
 }
 
 /**
- * As encodeBlob, the stored form written at `at` of `out`, which has room for plain.length +
- * SEAL_OVERHEAD bytes (a blob is never larger: compression is kept only when it shrinks).
- * Returns the blob's id, compression and stored length.
+ * As encodeBlob for a plaintext whose id the caller has (see PrefixedChunkId), the stored form
+ * written at `at` of `out`, which has room for plain.length + SEAL_OVERHEAD bytes (a blob is
+ * never larger: compression is kept only when it shrinks). Returns its compression and stored length.
  */
-export function encodeBlobInto(key: BlobKeys, plain: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean, out: Uint8Array, at: number): { id: Uint8Array; comp: CompressionCode; length: number } {
-  const id = chunkId(key.chunkId, plain);
+export function encodeBlobInto(key: BlobKeys, plain: Uint8Array, id: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean, out: Uint8Array, at: number): { comp: CompressionCode; length: number } {
   const packed = compressTransient(plain, comp, level);
   let length = packed.data.length;
   if (encrypt) length = sealInto(key.encryption, packed.data, id, out, at);
   else out.set(packed.data, at);
   if (packed.data !== plain) releaseTransient(packed.data); // the compressor's output, now copied into `out`
-  return { id, comp: packed.code, length };
+  return { comp: packed.code, length };
 }
 
 /** Decrypts, decompresses and checks the keyed hash; throws CORRUPT_DATA on any mismatch. */

@@ -24,8 +24,8 @@ it('hands back each small file of a batch as it was read: its chunk id, sha256 a
   await mkdir(src);
   const contents: Buffer[] = [];
   for (let i = 0; i < 700; i++) {
-    // Some files alike (the same chunk id), one empty; three batches.
-    const body = i === 7 ? Buffer.alloc(0) : Buffer.from(`file ${i % 500} `.repeat(1 + (i % 50)));
+    // Some files alike (the same chunk id), one empty, two larger than the worker's first read buffer; three batches.
+    const body = i === 7 ? Buffer.alloc(0) : Buffer.from(`file ${i % 500} `.repeat(i === 600 ? 9000 : i === 650 ? 24000 : 1 + (i % 50)));
     contents.push(body);
     await writeFile(join(src, `f${i}`), body);
   }

@@ -3,7 +3,7 @@ import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeSync } from '
 import { parentPort, workerData } from 'node:worker_threads';
 import { blobKeys, decodeBlob, encodeBlobInto, encodeHandedOver } from './blob.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
-import { SEAL_OVERHEAD } from './crypto.ts';
+import { HMAC_BLOCK, PrefixedChunkId, SEAL_OVERHEAD } from './crypto.ts';
 import { EngineError, postedErrno } from './errors.ts';
 import type { PostedErrno } from './errors.ts';
 import { collector, owned, releasePrivate } from './release.ts';
@@ -99,14 +99,14 @@ export type DirListing = { data: Uint8Array } | { error: string };
 // by count as well (every 1,024 small files) cost a fifth of a worker's time, for no less memory.
 const encodedItems = collector('major', 32 * 1024 * 1024, Number.POSITIVE_INFINITY);
 
-/** This thread's buffer for a small file's bytes, reused from file to file (see readSourceFile). */
+/** This thread's buffer for a small file's bytes, after the chunk id's prefix, reused from file to file (see readSourceFile). */
 let readBuffer = new Uint8Array(0);
 
 /**
  * The whole file as opened through its directory, or why it is not read; `grew` when it is now
  * larger than the walk saw. `plain` is a view of this thread's read buffer: valid until the next call.
  */
-function readSourceFile(f: SourceFile): { plain: Uint8Array } | { grew: true } | { warning: string } {
+function readSourceFile(f: SourceFile): { plain: Uint8Array; prefixed: Uint8Array } | { grew: true } | { warning: string } {
   let fd: number;
   try {
     fd = openSync(atPath(f.dirFd, f.name), FILE_FLAGS);
@@ -119,15 +119,18 @@ function readSourceFile(f: SourceFile): { plain: Uint8Array } | { grew: true } |
     // One byte more than the walk saw, so that growth shows. A first read that stops exactly at
     // the walk's size met the end of the file: no second call to be told so.
     const want = f.size + 1;
-    if (readBuffer.length < want) readBuffer = new Uint8Array(Math.max(want, 64 * 1024));
+    if (readBuffer.length < HMAC_BLOCK + want) {
+      readBuffer = new Uint8Array(Math.max(HMAC_BLOCK + want, 64 * 1024));
+      readBuffer.set(ids.prefix);
+    }
     let n = 0;
     while (n < want) {
-      const got = readSync(fd, readBuffer, n, want - n, n);
+      const got = readSync(fd, readBuffer, HMAC_BLOCK + n, want - n, n);
       if (got === 0) break;
       n += got;
       if (n === f.size) break;
     }
-    return n > f.size ? { grew: true } : { plain: readBuffer.subarray(0, n) };
+    return n > f.size ? { grew: true } : { plain: readBuffer.subarray(HMAC_BLOCK, HMAC_BLOCK + n), prefixed: readBuffer.subarray(0, HMAC_BLOCK + n) };
   } catch (err) {
     return { warning: `cannot be read: ${(err as Error).message}` };
   } finally {
@@ -206,8 +209,9 @@ function fileBatch(items: SourceFile[], encode: { comp: CompressionCode; level: 
       lengths[i] = plain.length;
       if (plain.length === 0) out.push(null);
       else {
-        const blob = encodeBlobInto(key, plain, encode.comp, encode.level, encode.encrypt, data, at);
-        sums.set(blob.id, i * 64);
+        const id = ids.id(read.prefixed);
+        const blob = encodeBlobInto(key, plain, id, encode.comp, encode.level, encode.encrypt, data, at);
+        sums.set(id, i * 64);
         comps[i] = blob.comp;
         at += blob.length;
         out.push(blob.length);
@@ -274,6 +278,7 @@ function writeOp(op: WriteOp, transfer: ArrayBuffer[]): WriteResult {
 }
 
 const key = blobKeys(workerData as { encryption: Uint8Array; chunkId: Uint8Array });
+const ids = new PrefixedChunkId((workerData as { chunkId: Uint8Array }).chunkId);
 
 function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer[] } {
   const transfer: ArrayBuffer[] = [];
