@@ -104,7 +104,8 @@ let readBuffer = new Uint8Array(0);
 
 /**
  * The whole file as opened through its directory, or why it is not read; `grew` when it is now
- * larger than the walk saw. `plain` is a view of this thread's read buffer: valid until the next call.
+ * larger than the walk saw. `plain` is a view of this thread's read buffer: valid until the next
+ * call; `prefixed` the same bytes with the chunk id's prefix before them (see PrefixedChunkId).
  */
 function readSourceFile(f: SourceFile): { plain: Uint8Array; prefixed: Uint8Array } | { grew: true } | { warning: string } {
   let fd: number;
