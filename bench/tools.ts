@@ -1,8 +1,9 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
-import { mkdir, open, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { warmTree } from './fs-state.ts';
 
 /** One measured child process: wall time (measured here) and peak RSS (GNU time's %M). */
 export interface Measure {
@@ -42,20 +43,6 @@ export async function dirBytes(dir: string): Promise<number> {
     if (e.isFile()) n += (await stat(join(e.parentPath, e.name))).size;
   }
   return n;
-}
-
-/** Reads every file under `dir` (into the page cache). */
-export async function readAll(dir: string): Promise<void> {
-  const buffer = Buffer.allocUnsafe(1 << 20);
-  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (!e.isFile()) continue;
-    const fh = await open(join(e.parentPath, e.name), 'r');
-    try {
-      while ((await fh.read(buffer, 0, buffer.length)).bytesRead > 0);
-    } finally {
-      await fh.close();
-    }
-  }
 }
 
 /** A backup tool under test. `home` is a scratch dir for caches and settings, fresh each run. */
@@ -144,7 +131,7 @@ export function borg(): Tool {
       const m = await measure('borg', ['create', '--compression', 'zstd', `${repo}::${name}`, '.'], { env: env(home), cwd: source, scratch: home });
       // borg drops the files it read from the page cache (posix_fadvise DONTNEED): read them
       // back, untimed, so that the tool after it starts from the same warm cache as borg did.
-      await readAll(source);
+      warmTree(source);
       return { ...m, snapshot: name };
     },
     async restore(repo, snapshot, target, home) {
