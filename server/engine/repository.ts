@@ -1,4 +1,5 @@
-import { createSecretKey, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { blobKeys } from './blob.ts';
 import { Chunker, DEFAULT_CHUNKER, gearTable } from './chunker.ts';
 import type { ChunkerParams } from './chunker.ts';
 import type { BlobKeys, MasterKey } from './crypto.ts';
@@ -47,7 +48,7 @@ export class Repository {
   private constructor(backend: Backend, key: MasterKey, config: ConfigJson) {
     this.backend = backend;
     this.key = key;
-    this.blobKeys = { encryption: createSecretKey(key.encryption), chunkId: createSecretKey(key.chunkId) };
+    this.blobKeys = blobKeys(key);
     this.id = config.id;
     this.version = config.version;
     this.chunker = new Chunker(gearTable(Buffer.from(config.gearSeed, 'base64')), config.chunker);
