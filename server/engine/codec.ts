@@ -70,12 +70,15 @@ export class ByteWriter {
   }
 }
 
-/** A varint (7 bits a byte, low bits first, at most 8 bytes) from successive bytes; null when it does not end within 8. */
-export function readVarint(u8: () => number): number | null {
+/**
+ * A varint (7 bits a byte, low bits first, at most 8 bytes) from a reader's successive bytes;
+ * null when it does not end within 8. The reader itself, not a closure: no allocation per number.
+ */
+export function readVarint(reader: { u8(): number }): number | null {
   let v = 0;
   let scale = 1;
   for (let i = 0; i < 8; i++) {
-    const b = u8();
+    const b = reader.u8();
     v += (b & 0x7f) * scale;
     if (b < 0x80) return v;
     scale *= 0x80;
@@ -107,7 +110,7 @@ export class ByteReader {
   }
 
   varint(): number {
-    const v = readVarint(() => this.u8());
+    const v = readVarint(this);
     if (v === null) throw new EngineError('CORRUPT_DATA', `${this.what} holds a bad number`, { object: this.what });
     return v;
   }

@@ -1,5 +1,5 @@
 import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
-import { ByteWriter } from './codec.ts';
+import { ByteWriter, readVarint } from './codec.ts';
 import { atPath, fdDir, kindOfMode, openFailure } from './source.ts';
 import type { EntryKind } from './source.ts';
 
@@ -184,18 +184,15 @@ export class ListingCursor {
     };
   }
 
-  /** As codec.ts's readVarint, without a closure per number. */
+  /** The next byte (for readVarint). */
+  u8(): number {
+    return this.bytes[this.at++]!;
+  }
+
   private varint(): number {
-    const b = this.bytes;
-    let v = 0;
-    let scale = 1;
-    for (let i = 0; i < 8; i++) {
-      const x = b[this.at++]!;
-      v += (x & 0x7f) * scale;
-      if (x < 0x80) return v;
-      scale *= 0x80;
-    }
-    throw new Error('a listing holds a bad number'); // listings are made by listDirectory, never read from storage
+    const v = readVarint(this);
+    if (v === null) throw new Error('a listing holds a bad number'); // listings are made by listDirectory, never read from storage
+    return v;
   }
 }
 

@@ -1,4 +1,4 @@
-import { ByteWriter } from './codec.ts';
+import { ByteWriter, readVarint } from './codec.ts';
 import { EngineError } from './errors.ts';
 
 /**
@@ -171,20 +171,14 @@ export class TreeCursor {
     return at;
   }
 
-  private u8(): number {
+  /** The next byte (for readVarint). */
+  u8(): number {
     return this.bytes[this.skip(1)]!;
   }
 
-  /** As codec.ts's readVarint, without a closure per number. */
   private varint(): number {
-    let v = 0;
-    let scale = 1;
-    for (let i = 0; i < 8; i++) {
-      const x = this.u8();
-      v += (x & 0x7f) * scale;
-      if (x < 0x80) return v;
-      scale *= 0x80;
-    }
-    throw this.bad('a bad number');
+    const v = readVarint(this);
+    if (v === null) throw this.bad('a bad number');
+    return v;
   }
 }
