@@ -410,11 +410,12 @@ export class SourceWalk {
     let nextSub = 0;
     try {
       // Two passes: the large files first, each then read on this thread while the worker reads
-      // the small files here and in the subdirectories (LargeFiles); then everything else.
+      // the small files here and in the subdirectories (LargeFiles); then everything else. Which
+      // pass takes an entry depends on its listing alone, so each is taken exactly once.
       for (let pass = 0; pass < 2; pass++) {
         for (let i = 0; i < entries.length; i++) {
           const e = entries[i]!;
-          if ((pass === 0) !== (e.kind === 'f' && !e.error && e.size > SMALL_FILE && !this.unchanged(prevs[i], e))) continue;
+          if ((pass === 0) !== (e.kind === 'f' && !e.error && e.size > SMALL_FILE)) continue;
           throwIfAborted(signal);
           if (e.error) {
             warnings.add(childPath(rel, e.name), e.error);
