@@ -1,6 +1,3 @@
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-
 /**
  * Frees a large buffer's memory now instead of at the next garbage collection: V8 collects
  * ArrayBuffers late (after tens of MB of external allocations per thread), which would let
@@ -14,36 +11,6 @@ export function release(view: Uint8Array, wholeBuffer = false): void {
   if (buffer instanceof ArrayBuffer && owned && buffer.byteLength > Math.max(65536, Buffer.poolSize) && !buffer.detached) {
     buffer.transfer(0);
   }
-}
-
-let gc: ((opts: { type: 'minor' | 'major' }) => void) | null | undefined;
-
-/**
- * A collection every `every` bytes (or `everyItems` items) handled: a backstop for buffers
- * release() does not reach, freed within a few MB rather than after the ~100 MB V8 lets
- * pile up per thread. A young-generation collection is cheap but does not free every
- * ArrayBuffer; a full one does, at a few ms on a small heap. Uses V8's gc hook, enabled at
- * run time; without it this does nothing.
- */
-export function collector(type: 'minor' | 'major', every: number, everyItems: number): (bytes: number) => void {
-  if (gc === undefined) {
-    try {
-      setFlagsFromString('--expose-gc');
-      gc = runInNewContext('gc') as (opts: { type: 'minor' | 'major' }) => void;
-    } catch {
-      gc = null;
-    }
-  }
-  let since = 0;
-  let items = 0;
-  return (bytes) => {
-    since += bytes;
-    if (since >= every || ++items >= everyItems) {
-      since = 0;
-      items = 0;
-      gc?.({ type });
-    }
-  };
 }
 
 /**
