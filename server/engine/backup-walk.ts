@@ -278,7 +278,7 @@ export class SourceWalk {
 
   /** Opens a directory (checked against what the walk saw) and has a worker list it. */
   async list(path: PathLike, expected: { dev: bigint; ino: bigint }): Promise<Listing | { error: string; code?: string }> {
-    const opened = await openDir(path, expected);
+    const opened = openDir(path, expected);
     if ('error' in opened) return opened;
     let listing: DirListing;
     try {
