@@ -1,9 +1,9 @@
 import { createHash, createSecretKey, randomBytes } from 'node:crypto';
-import { closeSync, lstatSync, openSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { decodeBlob } from './blob.ts';
+import { blobKeys, decodeBlob, encodeBlob } from './blob.ts';
 import { chunkId, newMasterKey } from './crypto.ts';
 import { INLINE_BACKLOG, INLINE_MAX, WorkerPool } from './pool.ts';
 import { DIR_FLAGS } from './source.ts';
@@ -168,4 +168,48 @@ it('cancels a chunk waiting to be encoded on its own thread when closed: it reje
   expect(pool.encodedHere).toBe(0);
   await expect(pool.encode(opts, chunks(1, 4096)[0]!)).rejects.toMatchObject({ code: 'CANCELLED' });
   await pool.stopped();
+});
+
+it("decodes a run of a restore's small files on its own thread while the writer has one queued; the writer writes the same files", async () => {
+  const key = newMasterKey();
+  const keys = blobKeys(key);
+  const target = join(dir, 'out');
+  await mkdir(target);
+  const fd = openSync(target, DIR_FLAGS);
+  const pool = new WorkerPool(key, 1);
+  const bodies = new Map<string, Buffer>();
+  try {
+    // Twenty runs of 64 files asked in one turn: the writer has the first in hand while the others queue.
+    const runs: Promise<Awaited<ReturnType<WorkerPool['decodeRun']>>>[] = [];
+    for (let r = 0; r < 20; r++) {
+      const parts: Uint8Array[] = [];
+      const blobs = [];
+      let at = 0;
+      for (let i = 0; i < 64; i++) {
+        const name = `r${r}f${i}`;
+        const body = Buffer.from(`run ${r} file ${i} `.repeat(20 + i));
+        const blob = encodeBlob(keys, body, 1, undefined, true);
+        if (r === 15 && i === 3) blob.data[20]! ^= 1; // fails its check, wherever it is decoded
+        else bodies.set(name, body);
+        blobs.push({ ref: { id: blob.id, encrypted: true, comp: blob.comp, rawLength: body.length }, offset: at, length: blob.data.length, file: { dirFd: fd, name, mode: 0o644, mtime: 1_700_000_000 } });
+        parts.push(blob.data);
+        at += blob.data.length;
+      }
+      runs.push(pool.decodeRun(blobs, new Uint8Array(Buffer.concat(parts))));
+    }
+    const decoded = await Promise.all(runs);
+    expect(pool.runsDecodedHere).toBeGreaterThan(0);
+    expect(pool.runsDecodedHere).toBeLessThan(20);
+    decoded.forEach((run, r) =>
+      run.errors.forEach((error, i) => {
+        if (r === 15 && i === 3) expect(error).toMatchObject({ code: 'CORRUPT_DATA' });
+        else expect(error).toBeNull();
+      }),
+    );
+    for (const [name, body] of bodies) expect(readFileSync(join(target, name)).equals(body), name).toBe(true);
+    expect(() => lstatSync(join(target, 'r15f3'))).toThrow();
+  } finally {
+    await pool.stopped();
+    closeSync(fd);
+  }
 });

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { workerEnv } from '../compile-cache.ts';
-import { blobKeys, encodeHandedOver } from './blob.ts';
+import { blobKeys, decodeBlob, encodeHandedOver } from './blob.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
 import type { BlobKeys, MasterKey } from './crypto.ts';
 import { EngineError, fromPostedErrno } from './errors.ts';
@@ -20,7 +20,8 @@ import type { DirListing, DirRequest, FileBatch, SourceFile, SourceFileResult, W
  * Because the pool belongs to one operation, `close()` can terminate its workers at once, even
  * one stuck in a system call, without touching any other job.
  * When every worker it may start has a backlog, the pool holds a chunk for its own thread instead
- * (see INLINE_BACKLOG): pure computation on memory, never a system call, which could not be stopped.
+ * (see INLINE_BACKLOG); a restore's run of small files is decoded here while the writer has one
+ * queued (see writerBacklogged): pure computation on memory, never a system call, which could not be stopped.
  */
 export interface EncodeOptions {
   comp: CompressionCode;
@@ -74,6 +75,8 @@ export interface PoolOptions {
   inlineBacklog?: number;
 }
 
+/** Messages to the writer (the one in hand, and those queued) from which a run is decoded here (see writerBacklogged). */
+const DECODE_HERE_QUEUED = 2;
 const BATCH_BYTES = 1 << 20;
 const BATCH_ITEMS = 256;
 /** A worker that keeps dying is not replaced beyond this. */
@@ -100,6 +103,8 @@ export class WorkerPool {
   private encodeScheduled = false;
   /** Plaintext bytes encoded on this thread so far. */
   encodedHere = 0;
+  /** Runs of a restore's small files decoded on this thread so far. */
+  runsDecodedHere = 0;
 
   constructor(key: MasterKey, size = Math.min(Math.max(availableParallelism(), 1), 8), opts: PoolOptions = {}) {
     this.key = key;
@@ -301,10 +306,28 @@ export class WorkerPool {
    */
   async decodeRun(blobs: RunBlob[], data: Uint8Array): Promise<DecodedRun> {
     const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : new Uint8Array(data);
-    if (blobs.some((b) => b.file)) return (await this.write({ op: 'run', blobs, data: owned }, owned.buffer as ArrayBuffer, blobs.length)) as DecodedRun;
+    if (blobs.some((b) => b.file)) {
+      // Decoded at once, not on a later turn: the writer takes its ops in the order they were asked.
+      if (this.writerBacklogged()) {
+        const run = decodeRunHere((this.blobKeys ??= blobKeys(this.key)), blobs, owned);
+        this.runsDecodedHere++;
+        return (await this.write({ op: 'run', blobs: run.blobs, data: run.data, decoded: true }, run.data.buffer as ArrayBuffer, blobs.length)) as DecodedRun;
+      }
+      return (await this.write({ op: 'run', blobs, data: owned }, owned.buffer as ArrayBuffer, blobs.length)) as DecodedRun;
+    }
     return (await this.enqueue('r', { blobs, data: owned }, owned.buffer as ArrayBuffer, owned.length, (items, transfer) =>
       this.post((seq) => ({ type: 'decodeRuns', seq, items: items as { blobs: RunBlob[]; data: Uint8Array }[] }), transfer, transfer.reduce((n, b) => n + b.byteLength, 0)),
     )) as DecodedRun;
+  }
+
+  /**
+   * Whether the writer has more queued than the message it is working on: a run of a restore's
+   * small files is then decoded on this thread, and the writer only writes it (it creates every
+   * file, and is the restore's busiest thread).
+   */
+  private writerBacklogged(): boolean {
+    const writer = this.slots[0];
+    return !this.closed && writer !== undefined && writer.pending.size + (this.batches.has('w') ? 1 : 0) >= DECODE_HERE_QUEUED;
   }
 
   /**
@@ -386,6 +409,33 @@ function fileResults(batch: FileBatch): SourceFileResult[] {
     at += o;
     return { blob: { id: sums.subarray(i * 64, i * 64 + 32), data: data.subarray(at - o, at), comp: comps[i] as CompressionCode, rawLength: lengths[i]!, release }, sha256 };
   });
+}
+
+/**
+ * The blobs of a run decoded here, as a writer's `run` with `decoded` takes them: the plaintexts
+ * one after another in a new buffer (`data` is freed), each blob's offset and length now in it,
+ * a blob that does not decode marked with its error.
+ */
+function decodeRunHere(keys: BlobKeys, blobs: RunBlob[], data: Uint8Array): { blobs: RunBlob[]; data: Uint8Array } {
+  let room = 0;
+  for (const b of blobs) room += b.ref.rawLength;
+  const out = new Uint8Array(room);
+  let at = 0;
+  const placed = blobs.map((b): RunBlob => {
+    try {
+      const plain = decodeBlob(keys, b.ref, data.subarray(b.offset, b.offset + b.length));
+      const moved = { ...b, offset: at, length: plain.length };
+      out.set(plain, at);
+      at += plain.length;
+      if (plain.buffer !== data.buffer) releasePrivate(plain); // read its length first: freed, it has none
+      return moved;
+    } catch (err) {
+      const e = err instanceof EngineError ? err : new EngineError('CORRUPT_DATA', String(err));
+      return { ...b, offset: at, length: 0, error: { code: e.code, message: e.message } };
+    }
+  });
+  releasePrivate(data);
+  return { blobs: placed, data: out };
 }
 
 function sum(items: Uint8Array[]): number {

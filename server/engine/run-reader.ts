@@ -18,6 +18,8 @@ export interface RunBlob {
   length: number;
   /** A small file of a restore to write with the plaintext there and then (restore-write.ts), instead of sending it back. */
   file?: SmallFile;
+  /** Why it could not be decoded, when the run was decoded before it was sent (see WriteOp `run`). */
+  error?: { code: string; message: string };
 }
 
 export interface DecodedRun {

@@ -42,13 +42,14 @@ export type WorkerRequest =
  * - `dir`: make directory `name` (mode 0700) in the directory open as `parentFd`, or in the one
  *   this worker made as number `parentMade`, and hold it open as number `made` (answer: its
  *   inode and device, which the main thread checks when it opens the directory itself);
- * - `run`: decode a run of small blobs and write their files (as `decodeRuns`);
+ * - `run`: decode a run of small blobs and write their files (as `decodeRuns`); `decoded`: the
+ *   pool's own thread decoded it already, and `data` holds the plaintexts where the blobs say;
  * - `file`: write a small file whose plaintext is known (empty, or read on its own);
  * - `release`: the directory made as number `made` gets nothing more: closed.
  */
 export type WriteOp =
   | { op: 'dir'; made: number; parentFd: number; parentMade?: number; name: Uint8Array }
-  | { op: 'run'; blobs: RunBlob[]; data: Uint8Array }
+  | { op: 'run'; blobs: RunBlob[]; data: Uint8Array; decoded?: boolean }
   | { op: 'file'; file: SmallFile; data: Uint8Array }
   | { op: 'release'; made: number };
 
@@ -139,17 +140,23 @@ function readSourceFile(f: SourceFile): { plain: Uint8Array; prefixed: Uint8Arra
 }
 
 /**
- * The blobs of one run of a pack, decoded and checked, their plaintexts copied into one buffer;
- * a blob that comes with a restore's small file is written to that file here instead.
+ * The blobs of one run of a pack, decoded and checked (or, `decoded`, their plaintexts as given),
+ * their plaintexts copied into one buffer; a blob that comes with a restore's small file is
+ * written to that file here instead.
  */
-function decodeRun(blobs: RunBlob[], data: Uint8Array): DecodedRun {
+function decodeRun(blobs: RunBlob[], data: Uint8Array, decoded = false): DecodedRun {
   const plains: (Uint8Array | null)[] = [];
   const errors: DecodedRun['errors'] = [];
   let total = 0;
   for (const b of blobs) {
     let plain: Uint8Array;
+    if (b.error) {
+      plains.push(null);
+      errors.push(b.error);
+      continue;
+    }
     try {
-      plain = decodeBlob(key, b.ref, data.subarray(b.offset, b.offset + b.length));
+      plain = decoded ? data.subarray(b.offset, b.offset + b.length) : decodeBlob(key, b.ref, data.subarray(b.offset, b.offset + b.length));
     } catch (err) {
       const e = err instanceof EngineError ? err : new EngineError('CORRUPT_DATA', String(err));
       plains.push(null);
@@ -242,7 +249,7 @@ function errnoResult(err: unknown): { error: PostedErrno } {
 function writeOp(op: WriteOp, transfer: ArrayBuffer[]): WriteResult {
   switch (op.op) {
     case 'run': {
-      const run = decodeRun(op.blobs, op.data);
+      const run = decodeRun(op.blobs, op.data, op.decoded);
       transfer.push(run.data.buffer as ArrayBuffer);
       return run;
     }
