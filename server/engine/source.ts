@@ -45,7 +45,9 @@ export function openDir(path: PathLike, expected: { dev: bigint; ino: bigint }):
     closeSync(fd);
     return { error: changed, code: undefined };
   } catch (err) {
-    closeSync(fd);
+    try {
+      closeSync(fd);
+    } catch {}
     return { error: `cannot be read: ${(err as Error).message}`, code: errnoCode(err) };
   }
 }
