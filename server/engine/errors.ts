@@ -42,6 +42,12 @@ export function postedErrno(err: unknown): PostedErrno {
   return { code: errnoCode(err) ?? 'EIO', message: (err as Error).message, errno: true };
 }
 
+/** Why a blob did not decode, as posted between threads (anything but an EngineError counts as corrupt data). */
+export function postedDecodeFailure(err: unknown): { code: string; message: string } {
+  const e = err instanceof EngineError ? err : new EngineError('CORRUPT_DATA', String(err));
+  return { code: e.code, message: e.message };
+}
+
 /** The error a worker posted, as the system error it was (its `code` kept). */
 export function fromPostedErrno(error: { code: string; message: string }): Error {
   return Object.assign(new Error(error.message), { code: error.code });

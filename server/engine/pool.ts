@@ -4,7 +4,7 @@ import { workerEnv } from '../compile-cache.ts';
 import { blobKeys, decodeBlob, encodeHandedOver } from './blob.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
 import type { BlobKeys, MasterKey } from './crypto.ts';
-import { EngineError, fromPostedErrno } from './errors.ts';
+import { EngineError, fromPostedErrno, postedDecodeFailure } from './errors.ts';
 import { releasePrivate } from './release.ts';
 import type { CompressionCode } from './types.ts';
 import type { DecodedRun, RunBlob } from './run-reader.ts';
@@ -430,8 +430,7 @@ function decodeRunHere(keys: BlobKeys, blobs: RunBlob[], data: Uint8Array): { bl
       if (plain.buffer !== data.buffer) releasePrivate(plain); // read its length first: freed, it has none
       return moved;
     } catch (err) {
-      const e = err instanceof EngineError ? err : new EngineError('CORRUPT_DATA', String(err));
-      return { ...b, offset: at, length: 0, error: { code: e.code, message: e.message } };
+      return { ...b, offset: at, length: 0, error: postedDecodeFailure(err) };
     }
   });
   releasePrivate(data);

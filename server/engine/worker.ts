@@ -4,7 +4,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { blobKeys, decodeBlob, encodeBlobInto, encodeHandedOver } from './blob.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
 import { HMAC_BLOCK, PrefixedChunkId, SEAL_OVERHEAD } from './crypto.ts';
-import { EngineError, postedErrno } from './errors.ts';
+import { postedDecodeFailure, postedErrno } from './errors.ts';
 import type { PostedErrno } from './errors.ts';
 import { owned, releasePrivate } from './release.ts';
 import { listDirectory } from './listing.ts';
@@ -158,9 +158,8 @@ function decodeRun(blobs: RunBlob[], data: Uint8Array, decoded = false): Decoded
     try {
       plain = decoded ? data.subarray(b.offset, b.offset + b.length) : decodeBlob(key, b.ref, data.subarray(b.offset, b.offset + b.length));
     } catch (err) {
-      const e = err instanceof EngineError ? err : new EngineError('CORRUPT_DATA', String(err));
       plains.push(null);
-      errors.push({ code: e.code, message: e.message });
+      errors.push(postedDecodeFailure(err));
       continue;
     }
     if (b.file) {
@@ -328,8 +327,7 @@ function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer
           try {
             plain = decodeBlob(key, ref, data);
           } catch (err) {
-            const e = err instanceof EngineError ? err : new EngineError('CORRUPT_DATA', String(err));
-            return { error: { code: e.code, message: e.message } };
+            return { error: postedDecodeFailure(err) };
           }
           if (write) {
             try {
