@@ -17,13 +17,19 @@ export function warmTree(dir: string): void {
   execFileSync('sh', ['-c', 'find "$1" -type f -print0 | xargs -0 -r cat > /dev/null', 'warm', dir], { stdio: 'ignore' });
 }
 
-const MINUTE = 65_000;
+/**
+ * ext4 without a journal (as on these machines) skips an inode freed in the last 60 s when it
+ * allocates one, and in the last 300 s once the inode table block holding it is dirty again
+ * (`recently_deleted` in fs/ext4/ialloc.c, RECENTCY_MIN and RECENTCY_DIRTY): a restore dirties
+ * those blocks with the inodes it creates, so it meets the longer window. Five minutes and a margin.
+ */
+const RECENTLY_DELETED_MS = 305_000;
 
 /**
- * Restore targets of one run, kept until its end. ext4 skips inodes freed in the last minute when
- * it allocates one (`recently_deleted`), scanning past each, so a restore started right after a
- * tree of many files was removed pays several times the system time: no target is removed
- * between restores, and a run that starts within a minute of the last removal waits.
+ * Restore targets of one run, kept until its end. ext4 scans past each recently freed inode (see
+ * RECENTLY_DELETED_MS) when it allocates one, so a restore started right after a tree of many
+ * files was removed pays several times the system time: no target is removed between restores,
+ * and a run that starts within five minutes of the last removal waits.
  */
 export class RestoreTargets {
   private readonly dir: string;
@@ -35,14 +41,14 @@ export class RestoreTargets {
     this.removedAt = `${dir}-removed-at`;
   }
 
-  /** Removes what an earlier run left, then waits until a minute has passed since the last removal. */
+  /** Removes what an earlier run left, then waits until ext4 allocates inodes as usual again (RECENTLY_DELETED_MS after the last removal). */
   static async open(dir: string): Promise<RestoreTargets> {
     const t = new RestoreTargets(dir);
     if (existsSync(dir)) await t.removeAll();
     const since = existsSync(t.removedAt) ? Date.now() - Number(await readFile(t.removedAt, 'utf8')) : Infinity;
-    if (since < MINUTE) {
-      console.log(`waiting ${Math.ceil((MINUTE - since) / 1000)} s: restored trees were removed just now`);
-      await new Promise((resolve) => setTimeout(resolve, MINUTE - since));
+    if (since < RECENTLY_DELETED_MS) {
+      console.log(`waiting ${Math.ceil((RECENTLY_DELETED_MS - since) / 1000)} s: restored trees were removed just now`);
+      await new Promise((resolve) => setTimeout(resolve, RECENTLY_DELETED_MS - since));
     }
     await mkdir(dir, { recursive: true });
     return t;

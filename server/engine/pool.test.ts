@@ -213,3 +213,35 @@ it("decodes a run of a restore's small files on its own thread while the writer 
     closeSync(fd);
   }
 });
+
+it("decodes chunks of a restore's multi-chunk file on its own thread once the worker has a backlog; the worker writes every chunk where it belongs", async () => {
+  const key = newMasterKey();
+  const keys = blobKeys(key);
+  const path = join(dir, 'large');
+  const fd = openSync(path, 'w');
+  const pool = new WorkerPool(key, 1);
+  try {
+    // Forty chunks of 1 MiB that do not compress, asked in one turn: past INLINE_BACKLOG the rest are decoded here.
+    const plains = Array.from({ length: 40 }, () => new Uint8Array(randomBytes(1 << 20)));
+    const whole = Buffer.concat(plains);
+    const writes = plains.map((plain, i) => {
+      const blob = encodeBlob(keys, plain, 1, undefined, true);
+      if (i === 37) blob.data[20]! ^= 1; // fails its check, wherever it is decoded
+      return pool.decodeTo({ id: blob.id, encrypted: true, comp: blob.comp, rawLength: plain.length }, new Uint8Array(blob.data), { fd, position: i << 20 });
+    });
+    const settled = await Promise.allSettled(writes);
+    expect(pool.chunksDecodedHere).toBeGreaterThan(0);
+    expect(pool.chunksDecodedHere).toBeLessThan(40);
+    settled.forEach((s, i) => {
+      if (i === 37) expect(s).toMatchObject({ status: 'rejected', reason: { code: 'CORRUPT_DATA' } });
+      else expect(s.status).toBe('fulfilled');
+    });
+    const written = readFileSync(path);
+    for (let i = 0; i < 40; i++) {
+      if (i !== 37) expect(written.subarray(i << 20, (i + 1) << 20).equals(whole.subarray(i << 20, (i + 1) << 20)), `chunk ${i}`).toBe(true);
+    }
+  } finally {
+    await pool.stopped();
+    closeSync(fd);
+  }
+});

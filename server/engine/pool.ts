@@ -5,11 +5,11 @@ import { blobKeys, decodeBlob, encodeHandedOver } from './blob.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
 import type { BlobKeys, MasterKey } from './crypto.ts';
 import { EngineError, fromPostedErrno, postedDecodeFailure } from './errors.ts';
-import { releasePrivate } from './release.ts';
+import { owned, releasePrivate } from './release.ts';
 import type { CompressionCode } from './types.ts';
 import type { DecodedRun, RunBlob } from './run-reader.ts';
 import { WRITE_BATCH_FILES } from './restore-write.ts';
-import type { DirListing, DirRequest, FileBatch, SourceFile, SourceFileResult, WorkerRequest, WriteAt, WriteOp, WriteResult } from './worker.ts';
+import type { DecodeItem, DirListing, DirRequest, FileBatch, SourceFile, SourceFileResult, WorkerRequest, WriteAt, WriteOp, WriteResult } from './worker.ts';
 
 /**
  * The worker threads of one operation (a backup, a restore, a verify) for the CPU-heavy work and
@@ -20,8 +20,9 @@ import type { DirListing, DirRequest, FileBatch, SourceFile, SourceFileResult, W
  * Because the pool belongs to one operation, `close()` can terminate its workers at once, even
  * one stuck in a system call, without touching any other job.
  * When every worker it may start has a backlog, the pool holds a chunk for its own thread instead
- * (see INLINE_BACKLOG); a restore's run of small files is decoded here while the writer has one
- * queued (see writerBacklogged): pure computation on memory, never a system call, which could not be stopped.
+ * (see INLINE_BACKLOG), and decodes a chunk of a restore's multi-chunk file itself (the worker only
+ * writes it); a restore's run of small files is decoded here while the writer has one queued (see
+ * writerBacklogged): pure computation on memory, never a system call, which could not be stopped.
  */
 export interface EncodeOptions {
   comp: CompressionCode;
@@ -71,7 +72,7 @@ export const INLINE_BACKLOG = 4 * 1024 * 1024;
 export const INLINE_MAX = 1536 * 1024;
 
 export interface PoolOptions {
-  /** The backlog from which a chunk is encoded on this thread (INLINE_BACKLOG); 0: every chunk it may take, Infinity: none. */
+  /** The backlog from which a chunk is encoded (or a restore's chunk decoded) on this thread (INLINE_BACKLOG); 0: every chunk it may take, Infinity: none. */
   inlineBacklog?: number;
 }
 
@@ -105,6 +106,8 @@ export class WorkerPool {
   encodedHere = 0;
   /** Runs of a restore's small files decoded on this thread so far. */
   runsDecodedHere = 0;
+  /** Chunks of a restore's multi-chunk files decoded on this thread so far. */
+  chunksDecodedHere = 0;
 
   constructor(key: MasterKey, size = Math.min(Math.max(availableParallelism(), 1), 8), opts: PoolOptions = {}) {
     this.key = key;
@@ -199,7 +202,7 @@ export class WorkerPool {
 
   /** Hash, compress and (optionally) encrypt one blob. The buffer is transferred away (or freed here once encoded). */
   encode(opts: EncodeOptions, chunk: Uint8Array): Promise<EncodedBlob> {
-    if (this.encodesHere(chunk.length)) return this.hold(opts, chunk);
+    if (this.takesHere(chunk.length)) return this.hold(opts, chunk);
     return this.toWorker(opts, chunk);
   }
 
@@ -217,8 +220,11 @@ export class WorkerPool {
     return backlog;
   }
 
-  /** Whether a chunk may wait for this thread: the pool starts no further worker, and even the least busy one has a backlog. */
-  private encodesHere(bytes: number): boolean {
+  /**
+   * Whether a chunk of `bytes` is encoded (or a restore's chunk decoded) on this thread: the pool
+   * starts no further worker, and even the least busy one has a backlog.
+   */
+  private takesHere(bytes: number): boolean {
     if (this.closed || bytes > INLINE_MAX || this.slots.length < this.size) return false;
     return this.backlog() >= this.inlineBacklog;
   }
@@ -291,14 +297,32 @@ export class WorkerPool {
   }
 
   private async decodeItem(blob: BlobRef, data: Uint8Array, write: WriteAt | undefined): Promise<Uint8Array | undefined> {
-    const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : new Uint8Array(data);
-    const result = (await this.enqueue('d', write ? { ref: blob, data: owned, write } : { ref: blob, data: owned }, owned.buffer as ArrayBuffer, owned.length, (items, transfer) =>
-      this.post((seq) => ({ type: 'decode', seq, items: items as { ref: BlobRef; data: Uint8Array; write?: WriteAt }[] }), transfer, transfer.reduce((n, b) => n + b.byteLength, 0)),
-    )) as { data?: Uint8Array; error?: { code: string; message: string; errno?: boolean } };
+    let result: { data?: Uint8Array; error?: { code: string; message: string; errno?: boolean } };
+    if (write && this.takesHere(blob.rawLength)) {
+      // Decoded here at once, as a run of small files is (see decodeRun); the worker only writes it.
+      this.chunksDecodedHere++;
+      let plain: Uint8Array;
+      try {
+        plain = owned(decodeBlob((this.blobKeys ??= blobKeys(this.key)), blob, data));
+      } catch (err) {
+        plain = new Uint8Array(0);
+        result = { error: postedDecodeFailure(err) };
+      }
+      // A view of a larger buffer is the caller's; a whole one was handed over, as it is to a worker.
+      if (plain.buffer !== data.buffer && data.byteLength === data.buffer.byteLength) releasePrivate(data);
+      result ??= (await this.enqueue('d', { ref: blob, data: plain, write, decoded: true }, plain.buffer as ArrayBuffer, 0, this.sendDecodes)) as typeof result;
+    } else {
+      const whole = owned(data);
+      result = (await this.enqueue('d', write ? { ref: blob, data: whole, write } : { ref: blob, data: whole }, whole.buffer as ArrayBuffer, whole.length, this.sendDecodes)) as typeof result;
+    }
     if (result.error?.errno) throw fromPostedErrno(result.error);
     if (result.error) throw new EngineError(result.error.code, result.error.message, { chunk: Buffer.from(blob.id).toString('hex') });
     return result.data;
   }
+
+  /** A decode's backlog: the plaintext the worker has to make (none for a chunk decoded here). */
+  private readonly sendDecodes: Batch['send'] = (items, transfer) =>
+    this.post((seq) => ({ type: 'decode', seq, items: items as DecodeItem[] }), transfer, (items as DecodeItem[]).reduce((n, i) => n + (i.decoded ? 0 : i.ref.rawLength), 0));
 
   /**
    * Decode the blobs of one run of a pack (`data`, transferred away); the plaintexts come back in

@@ -27,9 +27,17 @@ export interface WriteAt {
   position: number;
 }
 
+/** A blob to decode, sent back or written (`write`); `decoded`: the pool's own thread decoded it already, and `data` is its plaintext. */
+export interface DecodeItem {
+  ref: BlobRef;
+  data: Uint8Array;
+  write?: WriteAt;
+  decoded?: boolean;
+}
+
 export type WorkerRequest =
   | { type: 'encode'; seq: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; items: Uint8Array[] }
-  | { type: 'decode'; seq: number; items: { ref: BlobRef; data: Uint8Array; write?: WriteAt }[] }
+  | { type: 'decode'; seq: number; items: DecodeItem[] }
   | { type: 'decodeRuns'; seq: number; items: { blobs: RunBlob[]; data: Uint8Array }[] }
   | { type: 'encodeFiles'; seq: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; items: SourceFile[] }
   | { type: 'listDir'; seq: number; items: DirRequest[] }
@@ -322,10 +330,10 @@ function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer
       };
     case 'decode':
       return {
-        results: msg.items.map(({ ref, data, write }) => {
+        results: msg.items.map(({ ref, data, write, decoded }) => {
           let plain: Uint8Array;
           try {
-            plain = decodeBlob(key, ref, data);
+            plain = decoded ? data : decodeBlob(key, ref, data);
           } catch (err) {
             return { error: postedDecodeFailure(err) };
           }
