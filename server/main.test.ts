@@ -13,6 +13,9 @@ interface Started {
   port: number | null;
 }
 
+/** How long a start may take: on a loaded 2-core machine, beside the suite's other files, start-up took over 15 s. */
+const START_MS = 60_000;
+
 /** Starts `npm start`'s entry point and waits until it listens (or exits). */
 async function start(env: Record<string, string>): Promise<Started> {
   const child = spawn(process.execPath, [join(import.meta.dirname, 'main.ts')], { env: { ...process.env, PORT: '0', METRICS_PORT: '0', HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -20,7 +23,7 @@ async function start(env: Record<string, string>): Promise<Started> {
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-  for (let i = 0; i < 300 && !out.includes('backup service listening'); i++) {
+  for (const until = Date.now() + START_MS; Date.now() < until && !out.includes('backup service listening'); ) {
     if (child.exitCode !== null) break;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -48,7 +51,7 @@ function modes(dir: string): Array<{ path: string; mode: string }> {
   return out;
 }
 
-describe('npm start', () => {
+describe('npm start', { timeout: 4 * START_MS }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'main-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const env = { DATA_DIR: join(dir, 'data'), BACKUP_ALLOWED_ROOTS: dir, XDG_CONFIG_HOME: join(dir, 'config') };
