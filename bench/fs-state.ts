@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /**
@@ -24,6 +25,8 @@ export function warmTree(dir: string): void {
  * those blocks with the inodes it creates, so it meets the longer window. Five minutes and a margin.
  */
 const RECENTLY_DELETED_MS = 305_000;
+/** When a benchmark last removed restored trees: one file for every benchmark and data directory, as the file system is one. */
+const REMOVED_AT = join(tmpdir(), 'backup-bench-trees-removed-at');
 
 /**
  * Restore targets of one run, kept until its end. ext4 scans past each recently freed inode (see
@@ -33,19 +36,17 @@ const RECENTLY_DELETED_MS = 305_000;
  */
 export class RestoreTargets {
   private readonly dir: string;
-  private readonly removedAt: string;
   private n = 0;
 
   private constructor(dir: string) {
     this.dir = dir;
-    this.removedAt = `${dir}-removed-at`;
   }
 
   /** Removes what an earlier run left, then waits until ext4 allocates inodes as usual again (RECENTLY_DELETED_MS after the last removal). */
   static async open(dir: string): Promise<RestoreTargets> {
     const t = new RestoreTargets(dir);
     if (existsSync(dir)) await t.removeAll();
-    const since = existsSync(t.removedAt) ? Date.now() - Number(await readFile(t.removedAt, 'utf8')) : Infinity;
+    const since = existsSync(REMOVED_AT) ? Date.now() - Number(await readFile(REMOVED_AT, 'utf8')) : Infinity;
     if (since < RECENTLY_DELETED_MS) {
       console.log(`waiting ${Math.ceil((RECENTLY_DELETED_MS - since) / 1000)} s: restored trees were removed just now`);
       await new Promise((resolve) => setTimeout(resolve, RECENTLY_DELETED_MS - since));
@@ -62,6 +63,6 @@ export class RestoreTargets {
   async removeAll(): Promise<void> {
     await rm(this.dir, { recursive: true, force: true });
     execFileSync('sync');
-    await writeFile(this.removedAt, String(Date.now()));
+    await writeFile(REMOVED_AT, String(Date.now()));
   }
 }
