@@ -161,7 +161,11 @@ export class BackupState {
     const job: MockJob = { kind, id: newId(kind === 'backup' ? 'bkp' : 'rst'), account: call.account!.id, request, entries, ...timeline(Date.now(), this.#options.jobSeconds) };
     this.#jobs.set(job.id, job);
     const wait = preferWait(call.prefer);
-    if (wait !== null && wait > 0) await sleep(Math.min(endOf(job), Date.now() + wait * 1000) - Date.now());
+    if (wait !== null && wait > 0) {
+      // Jobs are timed on Date.now(), timers on the monotonic clock: a timer can end before Date.now() has reached its end (seen under load), and the job would show as still running.
+      const until = Math.min(endOf(job), Date.now() + wait * 1000);
+      while (Date.now() < until) await sleep(until - Date.now());
+    }
     return successResponse(202, this.#present(job), {
       Location: `${call.basePath}/${kind}/${job.id}`,
       ...(wait !== null ? { 'Preference-Applied': `wait=${wait}` } : {}),
