@@ -229,6 +229,11 @@ export class WorkerPool {
     return this.backlog() >= this.inlineBacklog;
   }
 
+  /** The blob keys for encoding and decoding on this thread, derived at the first use. */
+  private keys(): BlobKeys {
+    return (this.blobKeys ??= blobKeys(this.key));
+  }
+
   /** Holds a chunk to be encoded on a later turn of the event loop (the caller goes on reading), or by a worker that runs low; close() cancels what waits. */
   private hold(opts: EncodeOptions, plain: Uint8Array): Promise<EncodedBlob> {
     return new Promise((resolve, reject) => {
@@ -251,7 +256,7 @@ export class WorkerPool {
     if (!job) return; // cancelled, or taken by a worker
     const bytes = job.plain.length;
     try {
-      job.resolve(encodeHandedOver((this.blobKeys ??= blobKeys(this.key)), job.plain, job.opts.comp, job.opts.level, job.opts.encrypt));
+      job.resolve(encodeHandedOver(this.keys(), job.plain, job.opts.comp, job.opts.level, job.opts.encrypt));
       this.encodedHere += bytes;
     } catch (err) {
       job.reject(new EngineError('INTERNAL_ERROR', `cannot encode a blob: ${(err as Error).message}`));
@@ -303,7 +308,7 @@ export class WorkerPool {
       this.chunksDecodedHere++;
       let plain: Uint8Array;
       try {
-        plain = owned(decodeBlob((this.blobKeys ??= blobKeys(this.key)), blob, data));
+        plain = owned(decodeBlob(this.keys(), blob, data));
       } catch (err) {
         plain = new Uint8Array(0);
         result = { error: postedDecodeFailure(err) };
@@ -329,17 +334,17 @@ export class WorkerPool {
    * one buffer. A run with a restore's small files goes to the writer (see `write`).
    */
   async decodeRun(blobs: RunBlob[], data: Uint8Array): Promise<DecodedRun> {
-    const owned = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : new Uint8Array(data);
+    const whole = owned(data);
     if (blobs.some((b) => b.file)) {
       // Decoded at once, not on a later turn: the writer takes its ops in the order they were asked.
       if (this.writerBacklogged()) {
-        const run = decodeRunHere((this.blobKeys ??= blobKeys(this.key)), blobs, owned);
+        const run = decodeRunHere(this.keys(), blobs, whole);
         this.runsDecodedHere++;
         return (await this.write({ op: 'run', blobs: run.blobs, data: run.data, decoded: true }, run.data.buffer as ArrayBuffer, blobs.length)) as DecodedRun;
       }
-      return (await this.write({ op: 'run', blobs, data: owned }, owned.buffer as ArrayBuffer, blobs.length)) as DecodedRun;
+      return (await this.write({ op: 'run', blobs, data: whole }, whole.buffer as ArrayBuffer, blobs.length)) as DecodedRun;
     }
-    return (await this.enqueue('r', { blobs, data: owned }, owned.buffer as ArrayBuffer, owned.length, (items, transfer) =>
+    return (await this.enqueue('r', { blobs, data: whole }, whole.buffer as ArrayBuffer, whole.length, (items, transfer) =>
       this.post((seq) => ({ type: 'decodeRuns', seq, items: items as { blobs: RunBlob[]; data: Uint8Array }[] }), transfer, transfer.reduce((n, b) => n + b.byteLength, 0)),
     )) as DecodedRun;
   }

@@ -23,7 +23,14 @@ export function preferWait(prefer: string | null): number | null {
   return null;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+/**
+ * Resolves once Date.now() has reached `until`. Jobs are timed on Date.now(), timers on the
+ * monotonic clock: under load a timer ended before Date.now() reached its end, and a job waited
+ * for showed as still running.
+ */
+async function sleepUntil(until: number): Promise<void> {
+  while (Date.now() < until) await new Promise((resolve) => setTimeout(resolve, until - Date.now()));
+}
 
 const base64url = (bytes: Uint8Array): string => btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 const utf8 = (text: string): Uint8Array => new TextEncoder().encode(text);
@@ -161,11 +168,7 @@ export class BackupState {
     const job: MockJob = { kind, id: newId(kind === 'backup' ? 'bkp' : 'rst'), account: call.account!.id, request, entries, ...timeline(Date.now(), this.#options.jobSeconds) };
     this.#jobs.set(job.id, job);
     const wait = preferWait(call.prefer);
-    if (wait !== null && wait > 0) {
-      // Jobs are timed on Date.now(), timers on the monotonic clock: a timer can end before Date.now() has reached its end (seen under load), and the job would show as still running.
-      const until = Math.min(endOf(job), Date.now() + wait * 1000);
-      while (Date.now() < until) await sleep(until - Date.now());
-    }
+    if (wait !== null && wait > 0) await sleepUntil(Math.min(endOf(job), Date.now() + wait * 1000));
     return successResponse(202, this.#present(job), {
       Location: `${call.basePath}/${kind}/${job.id}`,
       ...(wait !== null ? { 'Preference-Applied': `wait=${wait}` } : {}),
