@@ -2,7 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { warmTree } from './fs-state.ts';
 
 /** One measured child process: wall time (measured here) and peak RSS (GNU time's %M). */
@@ -71,12 +71,16 @@ export function nodeFlags(checkout: string): string[] {
   return /\bnode((?: --\S+)*) server\/main\.ts/.exec(startScript(checkout))?.[1]!.trim().split(' ').filter(Boolean) ?? [];
 }
 
-/** This checkout's flags. */
-export const NODE_FLAGS: string[] = nodeFlags(join(import.meta.dirname, '..'));
+/** This checkout. */
+const ROOT = join(import.meta.dirname, '..');
 
-// The command's environment (`env NAME=value … node`: glibc's malloc settings) is set for every
-// process the benchmark starts, the peers' too (restic, a Go binary, does not use glibc's malloc).
-for (const [, name, value] of /\benv((?: \w+=\S+)+) node\b/.exec(startScript(join(import.meta.dirname, '..')))?.[1]!.matchAll(/(\w+)=(\S+)/g) ?? []) process.env[name!] = value!;
+/** This checkout's flags. */
+export const NODE_FLAGS: string[] = nodeFlags(ROOT);
+
+// The command's environment (`env NAME=value … node`: glibc's malloc settings, Node's compile
+// cache) is set for every process the benchmark starts, the peers' too (restic, a Go binary, uses
+// neither). A path in it is relative to the checkout, where npm runs its scripts.
+for (const [, name, value] of /\benv((?: \w+=\S+)+) node\b/.exec(startScript(ROOT))?.[1]!.matchAll(/(\w+)=(\S+)/g) ?? []) process.env[name!] = value!.includes('/') ? resolve(ROOT, value!) : value!;
 
 export function ours(root: string): Tool {
   const cli = join(root, 'bench', 'engine-cli.ts');

@@ -10,11 +10,12 @@ function sharingPrefix(id: Uint8Array): Uint8Array {
 }
 
 describe.each([
-  ['ids in memory', false],
-  ['ids in a temp file', true],
-])('blob table, %s', (_name, spillIds) => {
+  ['ids in memory', Infinity],
+  ['ids in a temp file', 0],
+  ['ids past 64 KiB in a temp file', 64 * 1024],
+])('blob table, %s', (_name, idsInMemory) => {
   it('finds every blob by id, type and encryption after growing, and prefers an encrypted copy', () => {
-    const table = new BlobTable(16, { spillIds });
+    const table = new BlobTable(16, { idsInMemory });
     const pack = table.packNumber(randomBytes(32));
     const ids = Array.from({ length: 5000 }, () => randomBytes(32));
     ids.forEach((id, i) => expect(table.add(id, 'data', true, 1, pack, i * 100, 99, 200)).toBe(true));
@@ -36,7 +37,7 @@ describe.each([
   });
 
   it('tells apart blobs whose ids share the bytes a record holds: both are found, and neither is taken for the other', () => {
-    const table = new BlobTable(16, { spillIds });
+    const table = new BlobTable(16, { idsInMemory });
     const pack = table.packNumber(randomBytes(32));
     // Enough blobs first that the colliding ids' entries lie in blocks written out (2,048 ids a block).
     for (let i = 0; i < 5000; i++) table.add(randomBytes(32), 'data', true, 1, pack, 1, 1, 1);
@@ -72,7 +73,7 @@ describe.each([
   });
 
   it('keeps a tree and a data blob sharing a prefix apart, and a plaintext copy beside an encrypted one', () => {
-    const table = new BlobTable(16, { spillIds });
+    const table = new BlobTable(16, { idsInMemory });
     const pack = table.packNumber(randomBytes(32));
     const a = randomBytes(32);
     const b = sharingPrefix(a);
@@ -86,7 +87,7 @@ describe.each([
   });
 
   it('makes room for a known number of blobs at once: they then go in without growing it, and what it held stays found', () => {
-    const table = new BlobTable(1024, { spillIds });
+    const table = new BlobTable(1024, { idsInMemory });
     const pack = table.packNumber(randomBytes(32));
     const before = Array.from({ length: 1000 }, () => randomBytes(32));
     for (const id of before) table.add(id, 'data', true, 1, pack, 1, 2, 3);
@@ -110,7 +111,7 @@ describe('blob table memory', () => {
   });
 
   it('costs 30 to 45 bytes a blob in memory (24-byte records, 4/5 to 8/15 full) with its ids in a temp file', () => {
-    const table = new BlobTable(1024, { spillIds: true });
+    const table = new BlobTable(1024, { idsInMemory: 0 });
     const pack = table.packNumber(randomBytes(32));
     for (let i = 0; i < 100_000; i++) table.add(randomBytes(32), 'data', true, 1, pack, i, 1, 1);
     expect(RECORD_BYTES).toBe(24);
@@ -120,9 +121,20 @@ describe('blob table memory', () => {
     expect(table.bytes - table.capacity * RECORD_BYTES).toBeLessThan(80 * 1024); // one block of ids and the pack list
   });
 
+  it('keeps the first idsInMemory bytes of ids in memory and the rest, but one block, in a temp file', () => {
+    const table = new BlobTable(1024, { idsInMemory: 1024 * 1024 });
+    const pack = table.packNumber(randomBytes(32));
+    const ids = Array.from({ length: 100_000 }, () => randomBytes(32));
+    for (const id of ids) table.add(id, 'data', true, 1, pack, 1, 1, 1);
+    const idBytes = table.bytes - table.capacity * RECORD_BYTES;
+    expect(idBytes).toBeGreaterThan(1024 * 1024);
+    expect(idBytes).toBeLessThan(1024 * 1024 + 80 * 1024); // the ids of 100,000 blobs are 3.2 MB
+    for (const id of ids) expect(table.has(id, 'data', true)).toBe(true);
+  });
+
   it('keeps its ids in memory when the temp directory cannot be written, and finds every blob', () => {
     process.env.TMPDIR = '/nonexistent/blob-ids';
-    const table = new BlobTable(1024, { spillIds: true });
+    const table = new BlobTable(1024, { idsInMemory: 0 });
     const pack = table.packNumber(randomBytes(32));
     const ids = Array.from({ length: 10_000 }, () => randomBytes(32));
     for (const id of ids) table.add(id, 'data', true, 1, pack, 1, 1, 1);

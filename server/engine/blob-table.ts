@@ -23,7 +23,7 @@ import type { CompressionCode } from './types.ts';
  * A segment grows by half when 4/5 full (the old one freed at once, not at the next collection),
  * so the records cost between 30 and 45 bytes per blob (`reserve` sizes them at 30), plus 32
  * bytes per pack (and a map entry per pack to find its number), plus the ids: 32 bytes per blob
- * in memory, or, for a table made with `spillIds`, in a temp file (64 KiB in memory). Ids are
+ * in memory, or, past `idsInMemory` bytes of them, in a temp file (64 KiB in memory). Ids are
  * keyed hashes, uniform: a slot is found from their bytes 1-4 scaled to the segment's size,
  * which need not be a power of two. The key of a record is (id, type, encrypted): a plaintext
  * copy of a chunk is a different blob than its encrypted copy. A slot number (segments laid end
@@ -71,8 +71,8 @@ function keyOf(id: Uint8Array): number {
 const SEGMENTS = 256;
 
 export interface BlobTableOptions {
-  /** Keep the full ids in a temp file rather than in memory (the repository's index, a check's copy). */
-  spillIds?: boolean;
+  /** Bytes of full ids kept in memory, the rest in a temp file (the repository's index, a check's copy); default: all in memory. */
+  idsInMemory?: number;
 }
 
 export class BlobTable {
@@ -93,7 +93,7 @@ export class BlobTable {
   constructor(capacity = 1024, options: BlobTableOptions = {}) {
     const per = Math.max(4, Math.ceil(capacity / SEGMENTS));
     for (let i = 0; i < SEGMENTS; i++) this.segs.push(new Uint32Array(per * WORDS));
-    this.ids = new IdStore(options.spillIds ?? false);
+    this.ids = new IdStore(options.idsInMemory ?? Infinity);
   }
 
   get size(): number {

@@ -7,7 +7,7 @@ import type { Affected } from './damage.ts';
 import { EngineError, abortable, fromStorage, throwIfAborted } from './errors.ts';
 import { LOCK_TIMING, RepositoryLock } from './locks.ts';
 import type { LockTiming } from './locks.ts';
-import { addIndexFile } from './master-index.ts';
+import { INDEX_IDS_IN_MEMORY, addIndexFile } from './master-index.ts';
 import { decodeAnyMeta } from './meta.ts';
 import { packName } from './pack.ts';
 import { WorkerPool } from './pool.ts';
@@ -104,7 +104,7 @@ async function run(repo: Repository, opts: CheckOptions, pool: WorkerPool): Prom
     }
   }
   // Index files, each on its own: a damaged one is a problem, not the end of the check.
-  const table = new BlobTable(1024, { spillIds: true });
+  const table = new BlobTable(1024, { idsInMemory: INDEX_IDS_IN_MEMORY });
   for await (const { name } of repo.backend.list('index/')) {
     try {
       addIndexFile(table, repo.key, name, await abortable(repo.backend.load(name), signal));

@@ -64,6 +64,13 @@ export class ByteWriter {
     this.raw(b);
   }
 
+  /** Length-prefixed bytes given as a latin1 string (one character per byte). */
+  latin1(s: string): void {
+    this.varint(s.length);
+    this.room(s.length);
+    this.at += this.buf.write(s, this.at, 'latin1');
+  }
+
   /** The bytes written, in a buffer of their own. */
   finish(): Uint8Array {
     return new Uint8Array(this.buf.buffer.slice(this.buf.byteOffset, this.buf.byteOffset + this.at));

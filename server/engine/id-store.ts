@@ -16,21 +16,23 @@ const closer = new FinalizationRegistry<{ fd: number }>((file) => {
 
 /**
  * The full 32-byte ids of a blob table, by entry number (the order they were added), in 64 KiB
- * blocks. With `spill`, each block that fills is written to a temp file (created in the
- * system's temp directory and unlinked at once: it goes with the process) and read back 32 bytes
- * at a time (from the page cache as a rule), so memory keeps one block; a block that cannot be
- * written (no temp directory, a full disk) stays in memory instead.
+ * blocks. The first blocks, up to `inMemory` bytes, stay in memory; each block past them that
+ * fills is written to a temp file (created in the system's temp directory and unlinked at once:
+ * it goes with the process) and read back 32 bytes at a time (from the page cache as a rule), so
+ * memory keeps one block of those; a block that cannot be written (no temp directory, a full
+ * disk) stays in memory instead.
  */
 export class IdStore {
   private readonly blocks: (Buffer | null)[] = [];
   private count = 0;
-  private spill: boolean;
+  /** The first block written to the temp file when full (Infinity: none is). */
+  private spillFrom: number;
   private readonly file = { fd: -1 };
   private spare: Buffer | null = null;
   private readonly scratch = Buffer.alloc(ID);
 
-  constructor(spill: boolean) {
-    this.spill = spill;
+  constructor(inMemory: number) {
+    this.spillFrom = Math.ceil(inMemory / BLOCK);
   }
 
   /** Bytes of ids held in memory. */
@@ -51,7 +53,7 @@ export class IdStore {
     const b = this.blocks.length - 1;
     const block = this.blocks[b]!;
     block.set(id.length === ID ? id : id.subarray(0, ID), at); // no view per id: a backup adds one per blob
-    if (at + ID === BLOCK && this.spill && this.write(block, b * BLOCK)) {
+    if (at + ID === BLOCK && b >= this.spillFrom && this.write(block, b * BLOCK)) {
       this.blocks[b] = null;
       this.spare = block;
     }
@@ -108,7 +110,7 @@ export class IdStore {
       for (let done = 0; done < block.length; ) done += writeSync(this.file.fd, block, done, block.length - done, position + done);
       return true;
     } catch {
-      this.spill = false; // kept in memory from here on
+      this.spillFrom = Infinity; // kept in memory from here on
       return false;
     }
   }

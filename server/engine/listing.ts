@@ -31,8 +31,8 @@ export interface Listed {
   /** Regular files in the directory and their bytes (for the counting scan). */
   files: number;
   bytes: number;
-  /** Its subdirectories, in name order. */
-  dirs: { name: Uint8Array; dev: bigint; ino: bigint }[];
+  /** Its subdirectories, in name order (a name's bytes as a latin1 string). */
+  dirs: { name: string; dev: bigint; ino: bigint }[];
 }
 
 const KINDS: EntryKind[] = ['f', 'd', 'l', 'fifo', 'socket', 'char', 'block', 'other'];
@@ -41,9 +41,11 @@ const ERROR = 32;
 
 /** Lists the directory open as `fd` (synchronous: run in a worker thread). */
 export function listDirectory(fd: number): Listed | { error: string } {
-  let names: Buffer[];
+  // Names as latin1 strings: each byte one character, so they sort in byte order and keep every
+  // byte; a Buffer per name made the listing of a directory twice as slow.
+  let names: string[];
   try {
-    names = readdirSync(fdDir(fd), { encoding: 'buffer' }).sort(Buffer.compare);
+    names = readdirSync(fdDir(fd), { encoding: 'latin1' }).sort();
   } catch (err) {
     return { error: `cannot be listed: ${(err as Error).message}` };
   }
@@ -51,7 +53,7 @@ export function listDirectory(fd: number): Listed | { error: string } {
   const out: Listed = { data: new Uint8Array(0), files: 0, bytes: 0, dirs: [] };
   for (const name of names) {
     const path = atPath(fd, name);
-    w.bytes(name);
+    w.latin1(name);
     let st;
     try {
       st = lstatSync(path, { bigint: true });

@@ -27,11 +27,17 @@ const INDEX_VERSION = 2;
  */
 const INDEX_BYTES_PER_BLOB = 36;
 const LOAD_CONCURRENCY = 8;
+/**
+ * The index's full ids kept in memory (131,072 blobs' worth), the rest in a temp file: read back
+ * one id per lookup, they cost an incremental backup of 20,000 unchanged files a system call per
+ * file on its busiest thread.
+ */
+export const INDEX_IDS_IN_MEMORY = 4 * 1024 * 1024;
 
 type V1Row = [id: string, encrypted: 0 | 1, comp: CompressionCode, offset: number, length: number, rawLength: number];
 
 export class MasterIndex {
-  private current = new BlobTable(1024, { spillIds: true });
+  private current = new BlobTable(1024, { idsInMemory: INDEX_IDS_IN_MEMORY });
   private loaded = new Set<string>();
 
   /**
@@ -75,7 +81,7 @@ export class MasterIndex {
     let table = this.current;
     let loaded = this.loaded;
     if ([...loaded].some((name) => !listed.has(name))) {
-      table = new BlobTable(1024, { spillIds: true });
+      table = new BlobTable(1024, { idsInMemory: INDEX_IDS_IN_MEMORY });
       loaded = new Set();
     }
     const names = [...listed.keys()].filter((name) => !loaded.has(name));

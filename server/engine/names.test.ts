@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { backup, listEntries, restore } from './index.ts';
 import type { Repository } from './index.ts';
+import { decodeListing, listDirectory } from './listing.ts';
 import { DIR_FLAGS, atPath, fdDir } from './source.ts';
 import { tempDir } from './testing/fixtures.ts';
 import { openTestRepo } from './testing/repo.ts';
@@ -24,6 +25,7 @@ afterEach(async () => {
 
 const LATIN1_NAME = Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x2e, 0x74, 0x78, 0x74]); // "café.txt" in Latin-1: not UTF-8
 const BROKEN = Buffer.from([0xff, 0xfe, 0x5c, 0x78, 0x41]); // invalid bytes and a backslash
+const BROKEN_DIR = Buffer.from([0x64, 0x69, 0x72, 0xe9, 0xff]);
 const LONG = (i: number): Buffer => Buffer.from(`${String(i).padStart(3, '0')}-${'d'.repeat(200)}`);
 const DEPTH = 24; // 24 x 205 bytes: deeper than PATH_MAX (4096)
 
@@ -34,6 +36,8 @@ function makeTree(root: string): void {
   writeFileSync(atPath(fd, LATIN1_NAME), 'latin-1 name\n');
   writeFileSync(atPath(fd, BROKEN), 'broken name\n');
   symlinkSync(Buffer.concat([Buffer.from('target-'), BROKEN]), atPath(fd, Buffer.from('link-to-bytes')));
+  mkdirSync(atPath(fd, BROKEN_DIR));
+  writeFileSync(atPath(fd, Buffer.concat([BROKEN_DIR, Buffer.from('/'), LATIN1_NAME])), 'in a directory whose name is not UTF-8\n');
   for (let i = 0; i < DEPTH; i++) {
     mkdirSync(atPath(fd, LONG(i)));
     const next = openSync(atPath(fd, LONG(i)), DIR_FLAGS);
@@ -70,13 +74,13 @@ it('backs up and restores names that are not UTF-8 and a path longer than 4096 b
   const src = join(dir, 'src');
   makeTree(src);
   const before = describe(src);
-  expect(before.length).toBe(3 + DEPTH + 1);
+  expect(before.length).toBe(5 + DEPTH + 1);
   const deepest = before.map((e) => Buffer.from(e[0]!, 'hex')).reduce((a, c) => (c.length > a.length ? c : a));
   expect(deepest.length).toBeGreaterThan(4096);
 
   const result = await backup(repo, { source: src, compression: 'zstd', encryption: true, deduplication: true });
   expect(result.warnings.count).toBe(0);
-  expect([result.files, result.directories]).toEqual([4, DEPTH]);
+  expect([result.files, result.directories]).toEqual([5, DEPTH + 1]);
   const paths: string[] = [];
   for await (const e of listEntries(repo, result.snapshotId)) {
     paths.push(Buffer.from(e.path).toString('hex'));
@@ -86,7 +90,7 @@ it('backs up and restores names that are not UTF-8 and a path longer than 4096 b
 
   const out = join(dir, 'out');
   const restored = await restore(repo, result.snapshotId, { target: out, overwrite: 'never' });
-  expect(restored).toMatchObject({ filesRestored: 4, warnings: { count: 0 } });
+  expect(restored).toMatchObject({ filesRestored: 5, warnings: { count: 0 } });
   expect(describe(out)).toEqual(before);
 
   // A subset given as byte paths, the deepest file included.
@@ -96,4 +100,21 @@ it('backs up and restores names that are not UTF-8 and a path longer than 4096 b
   expect(got).toContain(BROKEN.toString('hex'));
   expect(got).toContain(deepest.toString('hex'));
   expect(got).not.toContain(LATIN1_NAME.toString('hex'));
+});
+
+it('lists a directory in byte order of its names, every byte kept', () => {
+  const src = join(dir, 'order');
+  mkdirSync(src);
+  const names = [LATIN1_NAME, BROKEN, BROKEN_DIR, Buffer.from('a'), Buffer.from('ab'), Buffer.from('B'), Buffer.from([0x7f]), Buffer.from([0x80]), Buffer.from('caf\u00e9', 'utf8')];
+  for (const n of names) writeFileSync(atPath(-1, Buffer.concat([Buffer.from(`${src}/`), n])), '');
+  const fd = openSync(src, DIR_FLAGS);
+  try {
+    const listed = listDirectory(fd);
+    if ('error' in listed) throw new Error(listed.error);
+    const got = decodeListing(listed.data).map((e) => Buffer.from(e.name).toString('hex'));
+    expect(got).toEqual([...names].sort(Buffer.compare).map((n) => n.toString('hex')));
+    expect(listed.files).toBe(names.length);
+  } finally {
+    closeSync(fd);
+  }
 });

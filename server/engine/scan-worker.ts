@@ -30,7 +30,14 @@ const { root, keepBytes, keepMs } = workerData as { root: string; keepBytes: num
 let files = 0;
 let bytes = 0;
 
-/** Listings by the directory's "dev:ino", oldest first; keptBytes counts them as kept (compressed). */
+/**
+ * Listings are kept as listed while they take this much in all: compressing each and
+ * decompressing it again in the backup's thread cost a small tree's incremental backup about
+ * 5 % of its CPU. Past it they are compressed (a million files' listings: about 50 MB as listed).
+ */
+const KEEP_AS_LISTED = 4 * 1024 * 1024;
+
+/** Listings by the directory's "dev:ino", oldest first; keptBytes counts them as kept (compressed past KEEP_AS_LISTED). */
 const kept = new Map<string, { listing: KeptListing; at: number }>();
 let keptBytes = 0;
 
@@ -57,6 +64,11 @@ function take(key: string): KeptListing | null {
 function keep(key: string, data: Uint8Array): void {
   expire();
   if (keptBytes >= keepBytes || kept.has(key)) return;
+  if (keptBytes + data.length <= KEEP_AS_LISTED) {
+    kept.set(key, { listing: { data, raw: 0 }, at: Date.now() });
+    keptBytes += data.length;
+    return;
+  }
   const packed = compress(data, 1, 1);
   const listing = packed.code === 1 ? { data: packed.data, raw: data.length } : { data, raw: 0 };
   if (packed.code === 1) releasePrivate(data); // a listing is a buffer of its own (ByteWriter.finish)

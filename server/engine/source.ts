@@ -52,8 +52,21 @@ export function openDir(path: PathLike, expected: { dev: bigint; ino: bigint }):
   }
 }
 
-/** The path that names `name` inside the directory open as `dirFd` (or `name` itself, an absolute path, for dirFd -1). */
-export function atPath(dirFd: number, name: Uint8Array): Buffer {
+/** A name given as a latin1 string (one character per byte, as readdir returns it with that encoding) that is not ASCII. */
+const NOT_ASCII = /[^\x00-\x7f]/;
+
+/**
+ * The path that names `name` inside the directory open as `dirFd` (or `name` itself, an absolute
+ * path, for dirFd -1). A name's bytes may be given as a latin1 string: the path is then a string
+ * when they are ASCII (fs writes a string path as UTF-8, the same bytes), else a buffer.
+ */
+export function atPath(dirFd: number, name: Uint8Array): Buffer;
+export function atPath(dirFd: number, name: Uint8Array | string): Buffer | string;
+export function atPath(dirFd: number, name: Uint8Array | string): Buffer | string {
+  if (typeof name === 'string') {
+    const path = dirFd < 0 ? name : `${PREFIX}${dirFd}/${name}`;
+    return NOT_ASCII.test(name) ? Buffer.from(path, 'latin1') : path;
+  }
   if (dirFd < 0) return Buffer.from(name);
   const prefix = `${PREFIX}${dirFd}/`;
   const out = Buffer.allocUnsafe(prefix.length + name.length);
