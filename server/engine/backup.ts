@@ -114,7 +114,6 @@ export async function backup(repo: Repository, opts: BackupOptions): Promise<Bac
   // On 2 cores a second worker made no backup of the real tree or of a 1 GiB file faster, and cost 20–25 MB.
   const pool = new WorkerPool(repo.key, WORKERS_BESIDE_MAIN, { inlineBacklog: opts.inlineBacklog });
   const scan = startScan(root, (files, bytes) => progress.setTotals(files, bytes));
-  pool.start();
   const stop = (): void => {
     pool.close();
     scan.stop();

@@ -174,17 +174,13 @@ export class WorkerPool {
     await Promise.all(this.exits);
   }
 
-  /** Starts the first worker now rather than with the first request (its start-up then overlaps other work). */
-  start(): void {
-    if (this.started || this.closed) return;
-    this.started = true;
-    this.slots.push(this.spawn());
-  }
-
   /** `grow`: may start a further worker; 'writer': goes to the first worker, in order with everything sent there. */
   private post(build: (seq: number) => WorkerRequest, transfer: ArrayBuffer[], bytes: number, grow: boolean | 'writer' = true): Promise<unknown[]> {
     if (this.closed) return Promise.reject(new EngineError('CANCELLED', 'the operation was stopped'));
-    this.start();
+    if (!this.started) {
+      this.started = true;
+      this.slots.push(this.spawn());
+    }
     let slot = this.slots[0];
     if (!slot) return Promise.reject(new EngineError('INTERNAL_ERROR', 'no worker is running'));
     if (grow !== 'writer') for (const s of this.slots) if (s.pendingBytes < slot.pendingBytes) slot = s;
