@@ -52,7 +52,7 @@ const UMASK = (() => {
 
 /** Writes `data` as the file in the directory open as `dirFd`; a failure removes what was created and is thrown (an errno error). */
 export function writeSmallFile(file: SmallFile, data: Uint8Array, dirFd: number): void {
-  const path = atPath(dirFd, Buffer.from(file.name, 'latin1'));
+  const path = atPath(dirFd, file.name);
   const mode = restoredFileMode(file.mode);
   let fd = openSync(path, CREATE_FLAGS, mode & 0o777);
   try {

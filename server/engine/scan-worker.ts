@@ -64,14 +64,9 @@ function take(key: string): KeptListing | null {
 function keep(key: string, data: Uint8Array): void {
   expire();
   if (keptBytes >= keepBytes || kept.has(key)) return;
-  if (keptBytes + data.length <= KEEP_AS_LISTED) {
-    kept.set(key, { listing: { data, raw: 0 }, at: Date.now() });
-    keptBytes += data.length;
-    return;
-  }
-  const packed = compress(data, 1, 1);
-  const listing = packed.code === 1 ? { data: packed.data, raw: data.length } : { data, raw: 0 };
-  if (packed.code === 1) releasePrivate(data); // a listing is a buffer of its own (ByteWriter.finish)
+  const packed = keptBytes + data.length <= KEEP_AS_LISTED ? null : compress(data, 1, 1);
+  const listing = packed?.code === 1 ? { data: packed.data, raw: data.length } : { data, raw: 0 };
+  if (packed?.code === 1) releasePrivate(data); // a listing is a buffer of its own (ByteWriter.finish)
   if (keptBytes + listing.data.length > keepBytes) return;
   kept.set(key, { listing, at: Date.now() });
   keptBytes += listing.data.length;
