@@ -1,3 +1,4 @@
+import { dropBlob } from './blob.ts';
 import type { EncodedBlob } from './blob.ts';
 import type { BlobType } from './blob-table.ts';
 import { Budget } from './budget.ts';
@@ -78,7 +79,7 @@ export class BlobWriter {
   constructor(repo: Repository, pool: WorkerPool, opts: EncodeOptions, dedup: boolean, signal?: AbortSignal, avoid: Avoid | null = null) {
     this.repo = repo;
     this.pool = pool;
-    this.opts = opts;
+    this.opts = dedup ? { ...opts, skipSeen: true } : opts;
     this.dedup = dedup;
     this.avoid = avoid;
     this.signal = signal;
@@ -171,16 +172,19 @@ export class BlobWriter {
 
   private accept(blob: EncodedBlob, type: BlobType, encrypted: boolean): Uint8Array {
     if (this.failure) {
-      blob.release?.();
+      dropBlob(blob);
       return blob.id; // abandoned: results still arriving from the workers are dropped
     }
     if (this.dedup) {
       if (this.pending.has(blob.id, type, encrypted) || this.usable(blob.id, type, encrypted)) {
-        blob.release?.();
+        dropBlob(blob);
         return blob.id;
       }
       this.pending.add(blob.id, type, encrypted, 0, 0, 0, 0, 0);
     }
+    // Seen, and its first copy not here yet (still being encoded by another thread), or a
+    // fingerprint shared with another id: encoded now after all.
+    if (blob.seen) blob = this.pool.encodeSeen(this.opts, blob);
     const pack = (this.packs[type] ??= new PackWriter(this.repo.backend, type, this.written));
     this.unwritten.take(blob.data.length);
     pack.add(blob, encrypted);

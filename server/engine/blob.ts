@@ -5,6 +5,7 @@ import type { BlobKeys } from './crypto.ts';
 import { compress, compressTransient, decompress, releaseTransient } from './compress.ts';
 import { EngineError } from './errors.ts';
 import { owned, releasePrivate } from './release.ts';
+import type { SeenIds } from './seen-ids.ts';
 import type { CompressionCode } from './types.ts';
 
 /**
@@ -22,6 +23,14 @@ export interface EncodedBlob {
    * once `data` has been copied or dropped, instead of freeing it.
    */
   release?: () => void;
+  /** Not encoded: `data` is the plaintext, and a chunk with this id was encoded before in this backup (see SeenIds). */
+  seen?: true;
+}
+
+/** Frees a blob's buffer now (a view of a batch is released instead; every other blob owns its buffer). */
+export function dropBlob(blob: EncodedBlob): void {
+  if (blob.release) blob.release();
+  else releasePrivate(blob.data);
 }
 
 export interface BlobRef {
@@ -31,8 +40,9 @@ export interface BlobRef {
   rawLength: number;
 }
 
-export function encodeBlob(key: BlobKeys, plain: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean): EncodedBlob {
+export function encodeBlob(key: BlobKeys, plain: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean, seen?: SeenIds): EncodedBlob {
   const id = chunkId(key.chunkId, plain);
+  if (seen?.mark(id)) return { id, data: plain, comp: 0, rawLength: plain.length, seen: true };
   // Sealed, the compressor's output is copied at once: it may stay in the thread's reused buffer
   // (a fresh one per blob cost its allocation, its pages' first touch and a trimming copy).
   const packed = encrypt ? compressTransient(plain, comp, level) : compress(plain, comp, level);
@@ -51,8 +61,8 @@ export function blobKeys(key: { encryption: Uint8Array; chunkId: Uint8Array }): 
  * worker or by the pool's own thread): its buffer is freed once encoded, and the stored form owns
  * its whole buffer (transferable).
  */
-export function encodeHandedOver(key: BlobKeys, plain: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean): EncodedBlob {
-  const blob = encodeBlob(key, plain, comp, level, encrypt);
+export function encodeHandedOver(key: BlobKeys, plain: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean, seen?: SeenIds): EncodedBlob {
+  const blob = encodeBlob(key, plain, comp, level, encrypt, seen);
   const data = owned(blob.data);
   if (data.buffer !== plain.buffer) releasePrivate(plain);
   return { ...blob, data };

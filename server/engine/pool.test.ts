@@ -155,6 +155,62 @@ it('hands held chunks to the worker as its backlog falls: both threads encode th
   }
 });
 
+it("hands back the plaintext of a chunk or small file whose id a thread of the operation encoded before (skipSeen), whichever thread did; encodeSeen encodes it as a worker does", async () => {
+  const key = newMasterKey();
+  const keys = blobKeys(key);
+  const plain = chunks(1, 256 * 1024)[0]!;
+  const body = Buffer.from('the same file twice '.repeat(500));
+  const src = join(dir, 'src');
+  await mkdir(src);
+  const contents: Record<string, Uint8Array> = { a: plain, b: body, c: body, d: Buffer.from('another file') };
+  for (const [name, content] of Object.entries(contents)) await writeFile(join(src, name), content);
+  const fd = openSync(src, DIR_FLAGS);
+  const file = (name: string) => {
+    const { dev, ino, size } = lstatSync(join(src, name), { bigint: true });
+    return { dirFd: fd, name: Buffer.from(name), size: Number(size), dev, ino };
+  };
+  const opts = { comp: 1, level: undefined, encrypt: true, skipSeen: true } as const;
+  // inlineBacklog 0: once the worker runs, every chunk it may take is encoded here; small files are read by the worker.
+  const pool = new WorkerPool(key, 1, { inlineBacklog: 0 });
+  try {
+    await pool.encode(opts, chunks(1, 4096)[0]!); // starts the worker
+    const first = await pool.encode(opts, new Uint8Array(plain));
+    expect(first.seen).toBeUndefined();
+    expect(pool.encodedHere).toBe(plain.length);
+    const again = await pool.encode(opts, new Uint8Array(plain));
+    expect(again.seen).toBe(true);
+    expect(pool.encodedHere).toBe(plain.length); // handed back, not encoded
+    expect(again.id).toEqual(first.id);
+    expect(Buffer.from(again.data)).toEqual(Buffer.from(plain));
+    // Not asked to skip, the same chunk is encoded.
+    expect((await pool.encode({ ...opts, skipSeen: false }, new Uint8Array(plain))).seen).toBeUndefined();
+
+    // The worker sees what this thread encoded (a), and what it encoded itself in the same batch (c after b).
+    const [a, b, c, d] = await Promise.all(['a', 'b', 'c', 'd'].map((name) => pool.encodeFile(opts, file(name))));
+    const blobs = [a, b, c, d].map((r) => {
+      if (!r || !('blob' in r) || !r.blob) throw new Error('not read');
+      return r;
+    });
+    expect(blobs.map((r) => r.blob!.seen ?? false)).toEqual([true, false, true, false]);
+    expect(blobs[0]!.blob!.id).toEqual(first.id);
+    expect(blobs[2]!.blob!.id).toEqual(blobs[1]!.blob!.id);
+    expect(Buffer.from(blobs[2]!.blob!.data)).toEqual(body);
+    expect(Buffer.from(blobs[2]!.sha256)).toEqual(createHash('sha256').update(body).digest());
+
+    // Its first copy not stored after all: encoded here as any blob, and the batch's view released.
+    const seen = blobs[2]!.blob!;
+    const encoded = pool.encodeSeen(opts, seen);
+    expect(encoded.seen).toBeUndefined();
+    expect(encoded.id).toEqual(seen.id);
+    expect(Buffer.from(decodeBlob(keys, { id: encoded.id, encrypted: true, comp: encoded.comp, rawLength: encoded.rawLength }, encoded.data))).toEqual(body);
+    for (const r of blobs) if (r.blob !== seen) r.blob!.release!();
+    expect((seen.data.buffer as ArrayBuffer).detached).toBe(true);
+  } finally {
+    await pool.stopped();
+    closeSync(fd);
+  }
+});
+
 it('cancels a chunk waiting to be encoded on its own thread when closed: it rejects, its buffer is freed, nothing is encoded', async () => {
   const pool = new WorkerPool(newMasterKey(), 1, { inlineBacklog: 0 });
   const opts = { comp: 1, level: undefined, encrypt: true } as const;

@@ -1,11 +1,12 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { workerEnv } from '../compile-cache.ts';
-import { blobKeys, decodeBlob, encodeHandedOver } from './blob.ts';
+import { blobKeys, decodeBlob, dropBlob, encodeBlob, encodeHandedOver } from './blob.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
 import type { BlobKeys, MasterKey } from './crypto.ts';
 import { EngineError, fromPostedErrno, postedDecodeFailure } from './errors.ts';
 import { owned, releasePrivate } from './release.ts';
+import { SeenIds } from './seen-ids.ts';
 import type { CompressionCode } from './types.ts';
 import type { DecodedRun, RunBlob } from './run-reader.ts';
 import { WRITE_BATCH_FILES } from './restore-write.ts';
@@ -28,6 +29,8 @@ export interface EncodeOptions {
   comp: CompressionCode;
   level: number | undefined;
   encrypt: boolean;
+  /** A chunk whose id an operation's thread encoded before comes back `seen`, not encoded (see SeenIds): for a backup's data when it deduplicates. */
+  skipSeen?: boolean;
 }
 
 type Settle = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
@@ -96,6 +99,9 @@ export class WorkerPool {
   private readonly exits: Promise<void>[] = [];
   private readonly inlineBacklog: number;
   private blobKeys: BlobKeys | null = null;
+  /** The chunk ids this operation's threads encoded (SeenIds), one table for this thread and every worker. */
+  private readonly seenTable = SeenIds.table();
+  private readonly seen = new SeenIds(this.seenTable);
   /**
    * Chunks held for whichever thread is free first: this one takes the oldest, one per turn of the
    * event loop; a worker whose backlog fell below the threshold is sent the newest.
@@ -118,7 +124,7 @@ export class WorkerPool {
   private spawn(): Slot {
     // A small young generation: the workers' objects are short-lived, and V8's default lets each hold tens of MB.
     const worker = new Worker(new URL('./worker.ts', import.meta.url), {
-      workerData: { encryption: new Uint8Array(this.key.encryption), chunkId: new Uint8Array(this.key.chunkId) },
+      workerData: { encryption: new Uint8Array(this.key.encryption), chunkId: new Uint8Array(this.key.chunkId), seen: this.seenTable },
       resourceLimits: { maxYoungGenerationSizeMb: 8 },
       env: workerEnv(),
     });
@@ -207,7 +213,7 @@ export class WorkerPool {
   }
 
   private toWorker(opts: EncodeOptions, chunk: Uint8Array): Promise<EncodedBlob> {
-    const key = `e:${opts.comp}:${opts.level}:${opts.encrypt}`;
+    const key = `e:${opts.comp}:${opts.level}:${opts.encrypt}:${opts.skipSeen === true}`;
     return this.enqueue(key, chunk, chunk.buffer as ArrayBuffer, chunk.length, (items, transfer) =>
       this.post((seq) => ({ type: 'encode', seq, ...opts, items: items as Uint8Array[] }), transfer, sum(items as Uint8Array[])),
     ) as Promise<EncodedBlob>;
@@ -256,12 +262,25 @@ export class WorkerPool {
     if (!job) return; // cancelled, or taken by a worker
     const bytes = job.plain.length;
     try {
-      job.resolve(encodeHandedOver(this.keys(), job.plain, job.opts.comp, job.opts.level, job.opts.encrypt));
-      this.encodedHere += bytes;
+      const blob = encodeHandedOver(this.keys(), job.plain, job.opts.comp, job.opts.level, job.opts.encrypt, job.opts.skipSeen ? this.seen : undefined);
+      if (!blob.seen) this.encodedHere += bytes;
+      job.resolve(blob);
     } catch (err) {
       job.reject(new EngineError('INTERNAL_ERROR', `cannot encode a blob: ${(err as Error).message}`));
     }
     this.scheduleEncode();
+  }
+
+  /**
+   * Encodes a blob that came back `seen` on this thread now, after all (its first copy was not
+   * stored yet, or another id shared its fingerprint); its plaintext is freed (or released).
+   */
+  encodeSeen(opts: EncodeOptions, blob: EncodedBlob): EncodedBlob {
+    const encoded = encodeBlob(this.keys(), blob.data, opts.comp, opts.level, opts.encrypt);
+    const data = owned(encoded.data);
+    if (data.buffer !== blob.data.buffer) dropBlob(blob);
+    this.encodedHere += blob.rawLength;
+    return { ...encoded, data };
   }
 
   /** Sends held chunks to the workers while their backlog is below the threshold. */
@@ -274,7 +293,7 @@ export class WorkerPool {
 
   /** Read a small file through its directory handle and encode it as one chunk (with its sha256). */
   encodeFile(opts: EncodeOptions, file: SourceFile): Promise<SourceFileResult> {
-    const key = `f:${opts.comp}:${opts.level}:${opts.encrypt}`;
+    const key = `f:${opts.comp}:${opts.level}:${opts.encrypt}:${opts.skipSeen === true}`;
     return this.enqueue(key, file, null, file.size, (items, transfer) => {
       const files = items as SourceFile[];
       const request = (seq: number): WorkerRequest => ({ type: 'encodeFiles', seq, ...opts, items: files });
@@ -424,7 +443,7 @@ export class WorkerPool {
  * blobs views of `data`, freed once every blob of the batch was copied into a pack or dropped).
  */
 function fileResults(batch: FileBatch): SourceFileResult[] {
-  const { data, sums, comps, lengths } = batch;
+  const { data, sums, comps, lengths, seen } = batch;
   let left = batch.out.filter((o) => typeof o === 'number').length;
   const release = (): void => {
     if (--left === 0) releasePrivate(data);
@@ -436,7 +455,9 @@ function fileResults(batch: FileBatch): SourceFileResult[] {
     const sha256 = sums.subarray(i * 64 + 32, i * 64 + 64);
     if (o === null) return { blob: null, sha256 };
     at += o;
-    return { blob: { id: sums.subarray(i * 64, i * 64 + 32), data: data.subarray(at - o, at), comp: comps[i] as CompressionCode, rawLength: lengths[i]!, release }, sha256 };
+    const blob: EncodedBlob = { id: sums.subarray(i * 64, i * 64 + 32), data: data.subarray(at - o, at), comp: comps[i] as CompressionCode, rawLength: lengths[i]!, release };
+    if (seen[i] === 1) blob.seen = true;
+    return { blob, sha256 };
   });
 }
 

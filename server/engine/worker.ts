@@ -7,6 +7,7 @@ import { HMAC_BLOCK, PrefixedChunkId, SEAL_OVERHEAD } from './crypto.ts';
 import { postedDecodeFailure, postedErrno } from './errors.ts';
 import type { PostedErrno } from './errors.ts';
 import { owned, releasePrivate } from './release.ts';
+import { SeenIds } from './seen-ids.ts';
 import { listDirectory } from './listing.ts';
 import { DIR_FLAGS, FILE_FLAGS, atPath, changedSinceWalk, openFailure } from './source.ts';
 import type { DecodedRun, RunBlob } from './run-reader.ts';
@@ -36,10 +37,10 @@ export interface DecodeItem {
 }
 
 export type WorkerRequest =
-  | { type: 'encode'; seq: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; items: Uint8Array[] }
+  | { type: 'encode'; seq: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; skipSeen?: boolean; items: Uint8Array[] }
   | { type: 'decode'; seq: number; items: DecodeItem[] }
   | { type: 'decodeRuns'; seq: number; items: { blobs: RunBlob[]; data: Uint8Array }[] }
-  | { type: 'encodeFiles'; seq: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; items: SourceFile[] }
+  | { type: 'encodeFiles'; seq: number; comp: CompressionCode; level: number | undefined; encrypt: boolean; skipSeen?: boolean; items: SourceFile[] }
   | { type: 'listDir'; seq: number; items: DirRequest[] }
   | { type: 'write'; seq: number; items: WriteOp[] };
 
@@ -90,6 +91,8 @@ export interface FileBatch {
   sums: Uint8Array;
   comps: Uint8Array;
   lengths: Uint32Array;
+  /** 1 for a file whose blob in `data` is its plaintext, not encoded (EncodedBlob's `seen`). */
+  seen: Uint8Array;
   out: (number | null | string | true)[];
 }
 
@@ -201,10 +204,11 @@ function decodeRun(blobs: RunBlob[], data: Uint8Array, decoded = false): Decoded
 }
 
 /** Small files read and encoded, their results gathered as a FileBatch. */
-function fileBatch(items: SourceFile[], encode: { comp: CompressionCode; level: number | undefined; encrypt: boolean }, transfer: ArrayBuffer[]): FileBatch {
+function fileBatch(items: SourceFile[], encode: { comp: CompressionCode; level: number | undefined; encrypt: boolean; skipSeen?: boolean }, transfer: ArrayBuffer[]): FileBatch {
   const n = items.length;
   const sums = new Uint8Array(n * 64);
   const comps = new Uint8Array(n);
+  const seenFiles = new Uint8Array(n);
   const lengths = new Uint32Array(n);
   const out: FileBatch['out'] = [];
   let room = 0;
@@ -223,17 +227,24 @@ function fileBatch(items: SourceFile[], encode: { comp: CompressionCode; level: 
       if (plain.length === 0) out.push(null);
       else {
         const id = ids.id(read.prefixed);
-        const blob = encodeBlobInto(key, plain, id, encode.comp, encode.level, encode.encrypt, data, at);
         sums.set(id, i * 64);
-        comps[i] = blob.comp;
-        at += blob.length;
-        out.push(blob.length);
+        if (encode.skipSeen && seen.mark(id)) {
+          data.set(plain, at);
+          seenFiles[i] = 1;
+          at += plain.length;
+          out.push(plain.length);
+        } else {
+          const blob = encodeBlobInto(key, plain, id, encode.comp, encode.level, encode.encrypt, data, at);
+          comps[i] = blob.comp;
+          at += blob.length;
+          out.push(blob.length);
+        }
       }
     }
   }
   const stored = new Uint8Array(data.buffer.transfer(at));
-  transfer.push(stored.buffer, sums.buffer, comps.buffer, lengths.buffer as ArrayBuffer);
-  return { data: stored, sums, comps, lengths, out };
+  transfer.push(stored.buffer, sums.buffer, comps.buffer, lengths.buffer as ArrayBuffer, seenFiles.buffer);
+  return { data: stored, sums, comps, lengths, seen: seenFiles, out };
 }
 
 /** Directories this worker made for a restore and holds open, by number (see WriteOp). */
@@ -291,6 +302,7 @@ function writeOp(op: WriteOp, transfer: ArrayBuffer[]): WriteResult {
 }
 
 const key = blobKeys(workerData as { encryption: Uint8Array; chunkId: Uint8Array });
+const seen = new SeenIds((workerData as { seen: SharedArrayBuffer }).seen);
 const ids = new PrefixedChunkId((workerData as { chunkId: Uint8Array }).chunkId);
 
 function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer[] } {
@@ -311,7 +323,7 @@ function handle(msg: WorkerRequest): { results: unknown[]; transfer: ArrayBuffer
     case 'encode':
       return {
         results: msg.items.map((plain) => {
-          const blob = encodeHandedOver(key, plain, msg.comp, msg.level, msg.encrypt);
+          const blob = encodeHandedOver(key, plain, msg.comp, msg.level, msg.encrypt, msg.skipSeen ? seen : undefined);
           transfer.push(blob.data.buffer as ArrayBuffer);
           return blob;
         }),
