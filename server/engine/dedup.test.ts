@@ -1,7 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, open, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import { BlobWriter } from './blob-writer.ts';
 import { backup, restore, verify } from './index.ts';
+import { WorkerPool } from './pool.ts';
 import type { EntryRecord, Repository } from './index.ts';
 import { allFiles, describeTree, tempDir, writeRandomFile } from './testing/fixtures.ts';
 import { openTestRepo } from './testing/repo.ts';
@@ -182,4 +185,23 @@ it('reports the same entries and totals for an unchanged re-backup as for the fi
   expect(changed.result.directories).toBe(first.result.directories - 1);
   await restore(repo, changed.result.snapshotId, { target: join(dir, 'out'), overwrite: 'never' });
   expect(await describeTree(join(dir, 'out'))).toEqual(await describeTree(src));
+});
+
+it('stores a chunk that comes back seen while its first copy is neither pending nor stored: encoded after all', async () => {
+  const pool = new WorkerPool(repo.key, 1);
+  const opts = { comp: 1, level: undefined, encrypt: true } as const;
+  const plain = new Uint8Array(randomBytes(300 * 1024));
+  try {
+    // The pool's table learns the id outside the writer, as when another thread is still encoding the first copy.
+    expect((await pool.encode({ ...opts, skipSeen: true }, new Uint8Array(plain))).seen).toBeUndefined();
+    const writer = new BlobWriter(repo, pool, opts, true);
+    const id = await (await writer.store(new Uint8Array(plain)))();
+    await writer.finish();
+    expect(repo.index.has(id, 'data', true)).toBe(true);
+    const read = await verify(repo);
+    expect(read.errors).toEqual([]);
+    expect(read.chunksChecked).toBe(1);
+  } finally {
+    await pool.stopped();
+  }
 });
