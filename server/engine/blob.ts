@@ -71,9 +71,24 @@ export function encodeHandedOver(key: BlobKeys, plain: Uint8Array, comp: Compres
 /**
  * As encodeBlob for a plaintext whose id the caller has (see PrefixedChunkId), the stored form
  * written at `at` of `out`, which has room for plain.length + SEAL_OVERHEAD bytes (a blob is
- * never larger: compression is kept only when it shrinks). Returns its compression and stored length.
+ * never larger: compression is kept only when it shrinks). Returns its compression and stored
+ * length; `seen` (as encodeBlob's): the plaintext itself was written.
  */
-export function encodeBlobInto(key: BlobKeys, plain: Uint8Array, id: Uint8Array, comp: CompressionCode, level: number | undefined, encrypt: boolean, out: Uint8Array, at: number): { comp: CompressionCode; length: number } {
+export function encodeBlobInto(
+  key: BlobKeys,
+  plain: Uint8Array,
+  id: Uint8Array,
+  comp: CompressionCode,
+  level: number | undefined,
+  encrypt: boolean,
+  out: Uint8Array,
+  at: number,
+  seen?: SeenIds,
+): { comp: CompressionCode; length: number; seen?: true } {
+  if (seen?.mark(id)) {
+    out.set(plain, at);
+    return { comp: 0, length: plain.length, seen: true };
+  }
   const packed = compressTransient(plain, comp, level);
   let length = packed.data.length;
   if (encrypt) length = sealInto(key.encryption, packed.data, id, out, at);

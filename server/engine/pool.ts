@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { workerEnv } from '../compile-cache.ts';
-import { blobKeys, decodeBlob, dropBlob, encodeBlob, encodeHandedOver } from './blob.ts';
+import { blobKeys, decodeBlob, dropBlob, encodeHandedOver } from './blob.ts';
 import type { BlobRef, EncodedBlob } from './blob.ts';
 import type { BlobKeys, MasterKey } from './crypto.ts';
 import { EngineError, fromPostedErrno, postedDecodeFailure } from './errors.ts';
@@ -276,11 +276,10 @@ export class WorkerPool {
    * stored yet, or another id shared its fingerprint); its plaintext is freed (or released).
    */
   encodeSeen(opts: EncodeOptions, blob: EncodedBlob): EncodedBlob {
-    const encoded = encodeBlob(this.keys(), blob.data, opts.comp, opts.level, opts.encrypt);
-    const data = owned(encoded.data);
-    if (data.buffer !== blob.data.buffer) dropBlob(blob);
-    this.encodedHere += blob.rawLength;
-    return { ...encoded, data };
+    const plain = owned(blob.data); // a view of a batch is copied out, and the batch released
+    if (plain !== blob.data) dropBlob(blob);
+    this.encodedHere += plain.length;
+    return encodeHandedOver(this.keys(), plain, opts.comp, opts.level, opts.encrypt);
   }
 
   /** Sends held chunks to the workers while their backlog is below the threshold. */

@@ -13,7 +13,7 @@
  * encoding it) or the fingerprint was another id's. A crowded table stops taking new ids (a
  * lookup gives up after PROBES slots), so it never grows: 2 MiB a backup.
  */
-export const SEEN_SLOTS = 1 << 18;
+const SEEN_SLOTS = 1 << 18;
 const PROBES = 32;
 
 export class SeenIds {

@@ -227,18 +227,12 @@ function fileBatch(items: SourceFile[], encode: { comp: CompressionCode; level: 
       if (plain.length === 0) out.push(null);
       else {
         const id = ids.id(read.prefixed);
+        const blob = encodeBlobInto(key, plain, id, encode.comp, encode.level, encode.encrypt, data, at, encode.skipSeen ? seen : undefined);
         sums.set(id, i * 64);
-        if (encode.skipSeen && seen.mark(id)) {
-          data.set(plain, at);
-          seenFiles[i] = 1;
-          at += plain.length;
-          out.push(plain.length);
-        } else {
-          const blob = encodeBlobInto(key, plain, id, encode.comp, encode.level, encode.encrypt, data, at);
-          comps[i] = blob.comp;
-          at += blob.length;
-          out.push(blob.length);
-        }
+        comps[i] = blob.comp;
+        if (blob.seen) seenFiles[i] = 1;
+        at += blob.length;
+        out.push(blob.length);
       }
     }
   }
