@@ -13,7 +13,7 @@
 //   BENCH_ROUNDS (default 3; each round's clients are new addresses), BENCH_DOC.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, get, type Server } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../server/testing/services/ports.ts';
@@ -130,12 +130,17 @@ async function main(): Promise<void> {
         await new Promise((r) => setTimeout(r, 50));
       }
     }
-    // No warm-up of the service: the first round starts right after it answers /readyz, as a
-    // freshly started instance takes traffic, and is reported on its own as well. The bench's own
-    // HTTP client is warmed against the local site instead, so that its first requests (Node's
-    // fetch is loaded and compiled on first use, on the same machine) are not counted as the service's.
+    // The first round starts right after the service answers /readyz, as a freshly started instance
+    // takes traffic (its own warm-up, WARM_UP_REQUESTS, ran before it listened), and is reported on
+    // its own as well. The bench's own code is warmed first, so that its first requests are not
+    // counted as the service's: its HTTP client (Node's fetch is loaded and compiled on first use,
+    // on the same machine) against the local site, and the site (which stands for a long-running
+    // website) as check-site uses it, a new connection for each request.
     await Promise.all(Array.from({ length: CLIENTS }, async () => {
-      for (let i = 0; i < 5; i++) await (await fetch(`http://127.0.0.1:${target.port}/`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '10.0.0.1' }, body: '{}' })).arrayBuffer();
+      for (let i = 0; i < 5; i++) {
+        await (await fetch(`http://127.0.0.1:${target.port}/`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '10.0.0.1' }, body: '{}' })).arrayBuffer();
+        await new Promise((resolve, reject) => get({ host: '127.0.0.1', port: target.port, path: '/', agent: false }, (res) => res.resume().once('end', resolve)).once('error', reject));
+      }
     }));
     const rounds: Array<{ samples: Sample[]; seconds: number; cpuMs: number }> = [];
     for (let r = 1; r <= ROUNDS; r++) {

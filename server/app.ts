@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import { join } from 'node:path';
-import express, { type Express, type Request, type RequestHandler, type Response } from 'express';
+import express, { Router, type Express, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from 'pino';
 import { backupBasePath, backupOperations } from '../generated/backup-handlers.ts';
 import { toolsBasePath, toolsOperations } from '../generated/tools-handlers.ts';
@@ -25,7 +25,7 @@ import { jsonBody } from './http/json-body.ts';
 import { directJson } from './http/json-response.ts';
 import { authOf, maybeAuthOf, requestIdOf } from './http/locals.ts';
 import { createLogger, requestLogger } from './http/logger.ts';
-import { GENERATED_DIR, loadDocument, mergeDocuments, openApiValidator, takesBody } from './http/openapi.ts';
+import { GENERATED_DIR, loadDocument, mergeDocuments, openApiValidator, takesBody, type OpenApiDocument, type OperationValidator } from './http/openapi.ts';
 import { httpsPolicy } from './http/https-policy.ts';
 import { listen } from './http/listen.ts';
 import { operationIndex, operationLookup } from './http/operation-of.ts';
@@ -34,6 +34,7 @@ import { failureLimit, rateLimit } from './http/rate-limit.ts';
 import { reportRefusals } from './http/refusals.ts';
 import { requestId } from './http/request-id.ts';
 import { dispatcher } from './http/dispatch.ts';
+import type { Metrics } from './metrics/index.ts';
 import { PROBE_OPERATIONS } from './probes/index.ts';
 import { ACCOUNT_WINDOW_MS, AUTH_FAILURES, planLimit, TOKEN_REQUESTS, TOOL_LIMITS } from './ratelimit/limits.ts';
 import { openRateLimitStore } from './ratelimit/select.ts';
@@ -42,6 +43,7 @@ import { storageCheck } from './storage-space.ts';
 import { certificateCheck, ServerCertificate } from './tls/server-certificate.ts';
 import { toolsHandlers } from './tools-api/index.ts';
 import { targetPolicy } from './tools-api/net/target-policy.ts';
+import { warmUp, type WarmUpReport } from './warm-up/index.ts';
 
 export interface AppOptions {
   logger?: Logger;
@@ -66,6 +68,8 @@ export interface BackupServiceApp {
   listen(port?: number, host?: string): Promise<Server>;
   /** Serves /metrics on its own listener (default METRICS_PORT, METRICS_HOST); null when metrics are off. */
   listenMetrics(port?: number, host?: string): Promise<Server | null>;
+  /** Before `listen`: warms the HTTP code with WARM_UP_REQUESTS requests against throwaway state (server/warm-up). */
+  warmUp(requests?: number): Promise<WarmUpReport>;
   /** Graceful stop: refuse new requests, let running ones finish, interrupt jobs, close the database. */
   close(): Promise<void>;
 }
@@ -140,11 +144,97 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const validator = await openApiValidator(merged, config.validateResponses);
   const limits = options.rateLimitStore ?? (await openRateLimitStore(config.redisUrl, logger));
   if (limits.ping) health.add({ name: 'redis', run: () => limits.ping!() });
+  let shuttingDown = false;
+  const parts: HttpParts = { config, services, merged, validator, limits, logger, metrics, isShuttingDown: () => shuttingDown };
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', config.trustProxy);
+  // For Express's own routing; the operations are matched exactly by the dispatcher (server/http/dispatch.ts).
+  app.set('case sensitive routing', true);
+  app.set('strict routing', true);
+  app.set('etag', false);
+  directJson(app);
+  // One app for the service and its warm-up, so that both run the same code on the same kinds of
+  // request and response objects (Express gives each app its own prototypes for them); a request of
+  // the warm-up's own listener goes to the warm-up's routes (server/warm-up).
+  const routes = apiRoutes(parts);
+  const warmUpRoutes = new WeakMap<IncomingMessage, Router>();
+  app.use((req, res, next) => (warmUpRoutes.get(req) ?? routes)(req, res, next));
+
+  let server: Server | undefined;
+  let metricsServer: Server | null = null;
+  return {
+    app,
+    services,
+    startupKey,
+    recovered,
+    async listen(port = config.port, host = config.host) {
+      server = await listen(app, { port, host, certificate: services.certificate });
+      return server;
+    },
+    warmUp(requests = config.warmUpRequests) {
+      return warmUp(requests, parts, (warmUpParts) => {
+        const warmRoutes = apiRoutes(warmUpParts);
+        return (req, res) => {
+          warmUpRoutes.set(req, warmRoutes);
+          app(req, res);
+        };
+      });
+    },
+    async listenMetrics(port = config.metrics.port ?? undefined, host = config.metrics.host) {
+      if (!metrics || port === undefined) return null;
+      metricsServer = await metrics.listen(port, host);
+      return metricsServer;
+    },
+    async close() {
+      if (shuttingDown || health.draining) return;
+      // Readiness off first; the API keeps serving while load balancers take the instance out.
+      health.draining = true;
+      if (config.shutdownDrainMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
+      shuttingDown = true;
+      const closed = server
+        ? new Promise<void>((resolve) => {
+            server!.close(() => resolve());
+            server!.closeIdleConnections();
+          })
+        : Promise.resolve();
+      // Jobs and in-flight requests share one SHUTDOWN_TIMEOUT_MS, so the whole stop is bounded by it.
+      const timer = setTimeout(() => server?.closeAllConnections(), config.shutdownTimeoutMs);
+      schedule.stop();
+      await queue.close(config.shutdownTimeoutMs);
+      await closed;
+      clearTimeout(timer);
+      if (!options.rateLimitStore) await limits.close?.();
+      services.certificate?.close();
+      await store.close();
+      metricsServer?.close();
+      audit.close();
+      destinations.close();
+    },
+  };
+}
+
+/** What the routes are built from: the service's own, or a warm-up's throwaway copy (server/warm-up). */
+export interface HttpParts {
+  config: Config;
+  services: Services;
+  /** Both bundled documents, merged. */
+  merged: OpenApiDocument;
+  validator: OperationValidator;
+  limits: RateLimitStore;
+  logger: Logger;
+  /** The HTTP metrics; null when none are kept. */
+  metrics: Metrics | null;
+  isShuttingDown(): boolean;
+}
+
+/** The routes of both APIs: probes, HTTPS policy, limits, validation, the operations' handlers, the error envelope. */
+function apiRoutes({ config, services, merged, validator, limits, logger, metrics, isShuttingDown }: HttpParts): Router {
   const limited = (handler: RequestHandler): RequestHandler[] => (config.rateLimitsEnabled ? [handler] : []);
   // Failed authentications per client address: counted on POST /auth/token (which it blocks once
   // used up) and, through the error middleware, on every 401 of the other operations.
   const authFailures = failureLimit({ store: limits, name: 'auth-failures', key: clientKey, ...AUTH_FAILURES });
-  const bearer = requireBearer(tokens, store);
+  const bearer = requireBearer(services.tokens, services.store);
   const accountLimit = rateLimit({
     store: limits,
     name: 'account',
@@ -163,16 +253,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     services,
   });
 
-  let shuttingDown = false;
-  const app = express();
-  app.disable('x-powered-by');
-  app.set('trust proxy', config.trustProxy);
-  // For Express's own routing; the operations are matched exactly by the dispatcher (server/http/dispatch.ts).
-  app.set('case sensitive routing', true);
-  app.set('strict routing', true);
-  app.set('etag', false);
-  directJson(app);
-
+  const router = Router({ caseSensitive: true, strict: true });
   const routed = [
     ...Object.entries(backupOperations).map(([operationId, op]) => ({ operationId, method: op.method, path: backupBasePath + op.path })),
     ...Object.entries(toolsOperations).map(([operationId, op]) => ({ operationId, method: op.method, path: toolsBasePath + op.path })),
@@ -183,14 +264,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const probePaths = new Set(PROBE_OPERATIONS.map((id) => toolsBasePath + toolsOperations[id].path));
 
   const crossOrigin = cors(config.corsOrigins);
-  if (crossOrigin) app.use(crossOrigin);
-  app.use(requestId());
-  app.use(requestLogger(logger, probePaths, metrics?.http(operations)));
-  app.use(httpsPolicy(probePaths));
-  app.use((req, res, next) => {
+  if (crossOrigin) router.use(crossOrigin);
+  router.use(requestId());
+  router.use(requestLogger(logger, probePaths, metrics?.http(operations)));
+  router.use(httpsPolicy(probePaths));
+  router.use((req, res, next) => {
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
-    if (shuttingDown && !probePaths.has(req.path)) {
+    if (isShuttingDown() && !probePaths.has(req.path)) {
       res.setHeader('Connection', 'close');
       next(new ApiError('SERVICE_UNAVAILABLE', 'The server is shutting down; retry shortly.', {}, { 'Retry-After': '5' }));
       return;
@@ -224,52 +305,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       handlerRoute(toolsHandlers[id], context),
     ]);
   }
-  app.use(dispatcher(routed.map((op) => ({ method: op.method, path: op.path, chain: chains.get(op.operationId)! })), operations.choose));
-  app.use((_req, _res, next) => next(new ApiError('NOT_FOUND', 'No such resource.')));
-  if (config.rateLimitsEnabled) app.use(authFailures.countErrors);
-  app.use(reportRefusals(events, operationOf));
-  app.use(errorHandler(logger));
-
-  let server: Server | undefined;
-  let metricsServer: Server | null = null;
-  return {
-    app,
-    services,
-    startupKey,
-    recovered,
-    async listen(port = config.port, host = config.host) {
-      server = await listen(app, { port, host, certificate: services.certificate });
-      return server;
-    },
-    async listenMetrics(port = config.metrics.port ?? undefined, host = config.metrics.host) {
-      if (!metrics || port === undefined) return null;
-      metricsServer = await metrics.listen(port, host);
-      return metricsServer;
-    },
-    async close() {
-      if (shuttingDown || health.draining) return;
-      // Readiness off first; the API keeps serving while load balancers take the instance out.
-      health.draining = true;
-      if (config.shutdownDrainMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDrainMs));
-      shuttingDown = true;
-      const closed = server
-        ? new Promise<void>((resolve) => {
-            server!.close(() => resolve());
-            server!.closeIdleConnections();
-          })
-        : Promise.resolve();
-      // Jobs and in-flight requests share one SHUTDOWN_TIMEOUT_MS, so the whole stop is bounded by it.
-      const timer = setTimeout(() => server?.closeAllConnections(), config.shutdownTimeoutMs);
-      schedule.stop();
-      await queue.close(config.shutdownTimeoutMs);
-      await closed;
-      clearTimeout(timer);
-      if (!options.rateLimitStore) await limits.close?.();
-      services.certificate?.close();
-      await store.close();
-      metricsServer?.close();
-      audit.close();
-      destinations.close();
-    },
-  };
+  router.use(dispatcher(routed.map((op) => ({ method: op.method, path: op.path, chain: chains.get(op.operationId)! })), operations.choose));
+  router.use((_req, _res, next) => next(new ApiError('NOT_FOUND', 'No such resource.')));
+  if (config.rateLimitsEnabled) router.use(authFailures.countErrors);
+  router.use(reportRefusals(services.events, operationOf));
+  router.use(errorHandler(logger));
+  return router;
 }

@@ -15,6 +15,7 @@ describe('loadConfig', () => {
     expect(c.rateLimitsEnabled).toBe(true);
     expect(c.checkSiteAllowPrivate).toBe(false);
     expect(c.jobConcurrency).toBe(2);
+    expect(c.warmUpRequests).toBe(1000);
   });
 
   it('reads every variable', () => {
@@ -31,6 +32,7 @@ describe('loadConfig', () => {
         VALIDATE_RESPONSES: 'false',
         RATE_LIMITS: 'off',
         CHECK_SITE_ALLOW_PRIVATE: 'true',
+        WARM_UP_REQUESTS: '0',
       },
       '/srv',
     );
@@ -43,6 +45,7 @@ describe('loadConfig', () => {
     expect(c.validateResponses).toBe(false);
     expect(c.rateLimitsEnabled).toBe(false);
     expect(c.checkSiteAllowPrivate).toBe(true);
+    expect(c.warmUpRequests).toBe(0);
   });
 
   it('an empty BACKUP_ALLOWED_ROOTS allows nothing', () => {
@@ -55,6 +58,8 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ BACKUP_BOOTSTRAP_API_KEY: 'key_x' })).toThrow(/together/);
     expect(() => loadConfig({ BACKUP_BOOTSTRAP_API_KEY: 'key_x', BACKUP_BOOTSTRAP_SECRET: 'x'.repeat(20), BACKUP_BOOTSTRAP_PLAN: 'gold' })).toThrow(/plan|one of/);
     expect(() => loadConfig({ VALIDATE_RESPONSES: 'maybe' })).toThrow(ConfigError);
+    // Above 10,000 the warm-up's clients would reach contact's per-address limit.
+    expect(() => loadConfig({ WARM_UP_REQUESTS: '10001' })).toThrow(/WARM_UP_REQUESTS/);
     expect(() => loadConfig({ BACKUP_BOOTSTRAP_API_KEY: 'bootstrap', BACKUP_BOOTSTRAP_SECRET: 'x'.repeat(20) })).toThrow(/key_/);
     expect(() => loadConfig({ BACKUP_BOOTSTRAP_API_KEY: 'key_x', BACKUP_BOOTSTRAP_SECRET: 'short' })).toThrow(/16/);
   });

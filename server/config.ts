@@ -43,6 +43,8 @@ export interface Config {
   checkSiteAllowPrivate: boolean;
   /** LOG_LEVEL, default info. */
   logLevel: string;
+  /** WARM_UP_REQUESTS, default 1000: requests sent through a throwaway copy of the app before it listens (server/warm-up); 0 = none. */
+  warmUpRequests: number;
   /** SHUTDOWN_TIMEOUT_MS: how long in-flight requests may take after SIGTERM, default 10000. */
   shutdownTimeoutMs: number;
   /** REDIS_URL: rate-limit counters in Redis (shared by instances); unset = in this process. */
@@ -134,6 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     rateLimitsEnabled: parseBool('RATE_LIMITS', env.RATE_LIMITS, true),
     checkSiteAllowPrivate: parseBool('CHECK_SITE_ALLOW_PRIVATE', env.CHECK_SITE_ALLOW_PRIVATE, false),
     logLevel: env.LOG_LEVEL?.trim() || 'info',
+    warmUpRequests: parseInt10('WARM_UP_REQUESTS', env.WARM_UP_REQUESTS, 1000, 0, 10_000),
     shutdownTimeoutMs: parseInt10('SHUTDOWN_TIMEOUT_MS', env.SHUTDOWN_TIMEOUT_MS, 10_000, 0, 600_000),
     redisUrl: setting(() => parseRedisUrl(env.REDIS_URL)),
     tls: setting(() => tlsFilesFromEnv(env, cwd)),

@@ -53,6 +53,13 @@ async function main(): Promise<void> {
     logger.warn({ api_key: service.startupKey.apiKey }, 'the bootstrap API key is revoked; it stays revoked');
   }
 
+  if (config.warmUpRequests > 0) {
+    // A warm-up that fails costs only its benefit: the service starts all the same.
+    await service.warmUp().then(
+      (report) => logger.info({ warm_up: report }, 'warmed up'),
+      (err: unknown) => logger.warn({ err }, 'warm-up failed; serving without it'),
+    );
+  }
   // Before the "listening" line: a supervisor may signal as soon as it sees it.
   handleSignals(service, logger);
   const server = await service.listen();

@@ -25,13 +25,18 @@ export const REDACT_PATHS = [
 
 let stdout: pino.DestinationStream | undefined;
 
+export interface LogDestination extends pino.DestinationStream {
+  /** Writes what is left and closes the file. */
+  close(): void;
+}
+
 /**
- * Stdout for the log: the lines of one turn of the event loop are written together, synchronously,
- * at its end (one write instead of one per line), and whatever is left when the process exits.
+ * A file descriptor or path for the log: the lines of one turn of the event loop are written
+ * together, synchronously, at its end (one write instead of one per line), and whatever is left
+ * when the process exits.
  */
-function batchedStdout(): pino.DestinationStream {
-  if (stdout) return stdout;
-  const out = pino.destination({ dest: 1, sync: true });
+export function batchedDestination(dest: number | string): LogDestination {
+  const out = pino.destination({ dest, sync: true });
   let lines: string[] = [];
   let scheduled = false;
   const flush = () => {
@@ -42,7 +47,7 @@ function batchedStdout(): pino.DestinationStream {
     out.write(text);
   };
   process.on('exit', flush);
-  stdout = {
+  return {
     write(line: string) {
       lines.push(line);
       if (!scheduled) {
@@ -50,7 +55,17 @@ function batchedStdout(): pino.DestinationStream {
         setImmediate(flush);
       }
     },
+    close() {
+      flush();
+      process.off('exit', flush);
+      out.end();
+    },
   };
+}
+
+/** Stdout, batched (one destination for every logger of the process). */
+function batchedStdout(): pino.DestinationStream {
+  stdout ??= batchedDestination(1);
   return stdout;
 }
 
@@ -60,7 +75,7 @@ function batchedStdout(): pino.DestinationStream {
  * loop that never ends when stdout is a pipe nobody reads any more), and a closed stdout only
  * silences the log.
  */
-export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
+export function createLogger(level: string, destination?: NodeJS.WritableStream | pino.DestinationStream): Logger {
   const options = { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { service: 'backup-service' } };
   return pino(options, (destination as pino.DestinationStream | undefined) ?? batchedStdout());
 }

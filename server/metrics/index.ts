@@ -34,10 +34,14 @@ export class Metrics {
   private sources: MetricSources | null = null;
   private readonly logger: Logger;
 
-  /** The registry and its metrics; observe() and readAtScrape() connect them to the service. */
-  constructor(logger: Logger) {
+  /**
+   * The registry and its metrics; observe() and readAtScrape() connect them to the service.
+   * `processMetrics: false` leaves out prom-client's process collectors, which observe the process
+   * for as long as it runs (the warm-up's throwaway registry, server/warm-up).
+   */
+  constructor(logger: Logger, options: { processMetrics?: boolean } = {}) {
     this.logger = logger;
-    collectDefaultMetrics({ register: this.registry });
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     this.metrics = defineMetrics(this.registry);
   }
 

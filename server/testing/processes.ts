@@ -41,9 +41,12 @@ export function run(command: string, args: string[], env: Record<string, string>
   };
 }
 
-/** `node server/main.ts`, exactly as `npm start` runs it; on free ports (API and metrics) unless `env` names them. */
+/**
+ * `node server/main.ts`, exactly as `npm start` runs it; on free ports (API and metrics) unless
+ * `env` names them, and without the warm-up (a second or more of every start) unless `env` asks.
+ */
 export function startServerProcess(env: Record<string, string>): Started {
-  return run(process.execPath, [join(PROJECT_ROOT, 'server', 'main.ts')], { PORT: '0', METRICS_PORT: '0', ...env });
+  return run(process.execPath, [join(PROJECT_ROOT, 'server', 'main.ts')], { PORT: '0', METRICS_PORT: '0', WARM_UP_REQUESTS: '0', ...env });
 }
 
 /** A started server with the ports of its "listening" line: the API's, and the metrics listener's (null when off). */
