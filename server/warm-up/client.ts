@@ -22,7 +22,7 @@ export interface WarmUpReport {
  * At most this many clients at once, each going round the mix from its own place in it: every
  * operation is warmed from the first requests on. Each client connects from an address of its own
  * (127.0.1.x), so the per-address limits count each client apart; one contact message in ten
- * requests keeps up to 10,000 requests within them (contact's 5 a minute is the tightest).
+ * requests keeps up to 10,000 requests within them (contact's limit, TOOL_LIMITS, is the tightest).
  */
 const CLIENTS = 200;
 const MIX = ['ip-info', 'check-site', 'ip-info', 'subscribe', 'check-site', 'ip-info', 'check-site', 'contact', 'ip-info', 'check-site-down'] as const;

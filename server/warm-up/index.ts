@@ -6,7 +6,7 @@
  *
  * So before `listen`, a worker thread (./client.ts) sends WARM_UP_REQUESTS requests of the public
  * tools API to the service's own Express app on a private loopback port. The app sends the
- * requests of that port to a second set of routes built by the same code (app.ts's `apiRoutes`)
+ * requests of that port to a second set of routes built by the same code (`apiRoutes` in routes.ts)
  * from throwaway state:
  * - a SQLite store in a temporary directory, removed afterwards;
  * - in-memory rate limits;
@@ -24,7 +24,7 @@ import type { RequestListener, Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { HttpParts } from '../app.ts';
+import type { HttpParts } from '../routes.ts';
 import { workerEnv } from '../compile-cache.ts';
 import { createServiceEvents } from '../events.ts';
 import { listen } from '../http/listen.ts';
