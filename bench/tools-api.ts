@@ -191,7 +191,7 @@ async function main(): Promise<void> {
       `  (user + system; with a core to itself it would serve about ${(1000 / median(rounds.map((r) => r.cpuMs / r.samples.length))).toFixed(0)} requests/s);`,
       `  p99 of all operations **${median(rounds.map((r) => percentile(r.samples.map((s) => s.ms), 99))).toFixed(0)} ms**;`,
       `  errors **${all.filter((s) => s.status < 200 || s.status > 299).length}** of ${all.length}; requests over 1 s: **${slowOutsideTimeouts}** outside check-site, ${slowCheckSite} check-site (goal: none over 1 s except check-site's own timeouts).`,
-      `- The first round, started as soon as the freshly started service answered /readyz (no request before it): p99 **${percentile(first.map((s) => s.ms), 99).toFixed(0)} ms**, max ${Math.max(...first.map((s) => s.ms)).toFixed(0)} ms,`,
+      `- The first round, started as soon as the freshly started service answered /readyz (after its own warm-up, WARM_UP_REQUESTS; no request of the benchmark before it): p99 **${percentile(first.map((s) => s.ms), 99).toFixed(0)} ms**, max ${Math.max(...first.map((s) => s.ms)).toFixed(0)} ms,`,
       `  over 1 s: **${firstSlow}** outside check-site, ${firstSlowCheckSite} check-site; p99 of each round: ${rounds.map((r) => percentile(r.samples.map((s) => s.ms), 99).toFixed(0)).join(', ')} ms.`,
       '',
     ].join('\n');

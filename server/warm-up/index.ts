@@ -52,6 +52,8 @@ export async function warmUp(requests: number, parts: HttpParts, build: (parts: 
   const exited = once(worker, 'exit', { signal }).then(([code]) => {
     throw new Error(`the warm-up's client stopped (exit code ${String(code)})`);
   });
+  // Raced by next(); once the warm-up is over (or failed before asking), its rejection is expected.
+  exited.catch(() => undefined);
   /** The client's next message; rejects when it fails or stops first, or the time is up. */
   const next = async <T>(): Promise<T> => (await Promise.race([once(worker, 'message', { signal }), exited]))[0] as T;
   let store: Store | undefined;

@@ -81,4 +81,20 @@ describe('npm start', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('starts all the same when the warm-up fails, and says why', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'warm-up-start-'));
+    // No temporary directory for the warm-up's store.
+    const p = await startListeningServer({ DATA_DIR: join(dir, 'data'), MASTER_KEY_FILE: join(dir, 'keys', 'master.key'), BACKUP_ALLOWED_ROOTS: dir, WARM_UP_REQUESTS: '100', TMPDIR: join(dir, 'missing') });
+    try {
+      const failed = p.output().split('\n').find((l) => l.includes('"warm-up failed; serving without it"'));
+      expect(failed).toBeDefined();
+      expect(JSON.parse(failed!).err.message).toMatch(/missing/);
+      expect((await fetch(`http://127.0.0.1:${p.port}/livez`)).status).toBe(200);
+    } finally {
+      p.child.kill('SIGTERM');
+      await p.exited;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
