@@ -17,6 +17,7 @@ import { createServer, get, type Server } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../server/testing/services/ports.ts';
+import { TOOLS_MIX, type ToolsRequestKind } from '../server/warm-up/mix.ts';
 import { cpuMicros, machine, median, percentile, writeSection } from './common.ts';
 import { NODE_FLAGS } from './tools.ts';
 
@@ -29,16 +30,12 @@ const PERFORMANCE = process.env.BENCH_DOC ?? join(ROOT, 'docs', 'performance.md'
 /** Answers slower than this count against the goal (check-site's own timeouts excepted). */
 const SLOW_MS = 1000;
 
-/**
- * One client's requests, cycled to its share: within every per-address limit of a minute
- * (check-site 60, ip-info 30, subscribe 10, contact 5) for up to 30 requests a client.
- * Round r's clients are 10.r.x.y, the warm-up's 10.0.0.1.
- */
-const MIX = ['ip-info', 'check-site', 'ip-info', 'subscribe', 'check-site', 'ip-info', 'check-site', 'contact', 'ip-info', 'check-site-down'] as const;
-type Kind = (typeof MIX)[number];
+// Each client's requests go round TOOLS_MIX (server/warm-up/mix.ts) to its share: within every
+// per-address limit of a minute (check-site 60, ip-info 30, subscribe 10, contact 5) for up to 30
+// requests a client. Round r's clients are 10.r.x.y, the bench's own warm-up's 10.0.0.1.
 
 interface Sample {
-  kind: Kind;
+  kind: ToolsRequestKind;
   ms: number;
   status: number; // 0: no answer
 }
@@ -51,7 +48,7 @@ function site(): Promise<{ server: Server; port: number }> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as { port: number }).port })));
 }
 
-function request(origin: string, sitePort: number, kind: Kind, client: string, n: number): { url: string; init: RequestInit } {
+function request(origin: string, sitePort: number, kind: ToolsRequestKind, client: string, n: number): { url: string; init: RequestInit } {
   const headers: Record<string, string> = { 'x-forwarded-for': client };
   const post = (path: string, body: unknown) => ({
     url: `${origin}${path}`,
@@ -80,7 +77,7 @@ async function round(origin: string, sitePort: number, r: number, pid: number): 
     Array.from({ length: CLIENTS }, async (_, c) => {
       const client = `10.${r}.${Math.floor(c / 250)}.${(c % 250) + 1}`;
       for (let n = c; n < REQUESTS; n += CLIENTS) {
-        const kind = MIX[Math.floor(n / CLIENTS) % MIX.length]!;
+        const kind = TOOLS_MIX[Math.floor(n / CLIENTS) % TOOLS_MIX.length]!;
         const { url, init } = request(origin, sitePort, kind, client, n);
         const t0 = performance.now();
         let status = 0;
@@ -150,7 +147,7 @@ async function main(): Promise<void> {
       process.stderr.write(`round ${r}: ${result.samples.length} requests in ${result.seconds.toFixed(1)} s, server CPU ${(result.cpuMs / result.samples.length).toFixed(2)} ms/request, p99 ${percentile(ms, 99).toFixed(0)} ms, errors ${result.samples.filter((s) => s.status < 200 || s.status > 299).length}\n`);
     }
 
-    const kinds = ['all', ...new Set(MIX)] as const;
+    const kinds = ['all', ...new Set(TOOLS_MIX)] as const;
     const rows = [
       '| operation | sent a round | errors (all rounds) | p50 ms | p99 ms | max ms | over 1 s |',
       '|---|---:|---:|---:|---:|---:|---:|',

@@ -1,11 +1,11 @@
 /**
  * The warm-up's client (./index.ts), in a worker thread: serves a site for check-site to check,
- * posts its port, waits for the app's origin, sends the requests and posts a WarmUpReport.
- * The mix is the public tools API's, as `npm run bench:tools-api` sends it.
+ * posts its port, waits for the app's port, sends the requests (./mix.ts) and posts a WarmUpReport.
  */
 import { once } from 'node:events';
 import { Agent, createServer, request as httpRequest } from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
+import { TOOLS_MIX } from './mix.ts';
 
 export interface WarmUpPlan {
   requests: number;
@@ -25,7 +25,6 @@ export interface WarmUpReport {
  * requests keeps up to 10,000 requests within them (contact's limit, TOOL_LIMITS, is the tightest).
  */
 const CLIENTS = 200;
-const MIX = ['ip-info', 'check-site', 'ip-info', 'subscribe', 'check-site', 'ip-info', 'check-site', 'contact', 'ip-info', 'check-site-down'] as const;
 
 /** One of the warm-up's clients: its connection and the address it connects from. */
 interface Client {
@@ -63,7 +62,7 @@ function send({ agent, address }: Client, port: number, method: string, path: st
 
 function warmUpRequest(client: Client, port: number, sitePort: number, index: number, turn: number): Promise<number> {
   const email = `warm-up-${index}-${turn}@example.com`;
-  switch (MIX[(index + turn) % MIX.length]!) {
+  switch (TOOLS_MIX[(index + turn) % TOOLS_MIX.length]!) {
     case 'ip-info':
       return send(client, port, 'GET', '/api/tools/ip-info');
     case 'check-site':
