@@ -127,13 +127,10 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const limits = options.rateLimitStore ?? (await openRateLimitStore(config.redisUrl, logger));
   if (limits.ping) health.add({ name: 'redis', run: () => limits.ping!() });
   let shuttingDown = false;
-  const parts: HttpParts = { config, services, merged, validator, limits, logger, metrics, isShuttingDown: () => shuttingDown };
+  const parts: HttpParts = { services, merged, validator, limits, metrics, isShuttingDown: () => shuttingDown };
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', config.trustProxy);
-  // For Express's own routing; the operations are matched exactly by the dispatcher (server/http/dispatch.ts).
-  app.set('case sensitive routing', true);
-  app.set('strict routing', true);
   app.set('etag', false);
   directJson(app);
   // One app for the service and its warm-up, so that both run the same code on the same kinds of

@@ -43,7 +43,7 @@ export interface Config {
   checkSiteAllowPrivate: boolean;
   /** LOG_LEVEL, default info. */
   logLevel: string;
-  /** WARM_UP_REQUESTS, default 1000: requests sent through a throwaway copy of the app before it listens (server/warm-up); 0 = none. */
+  /** WARM_UP_REQUESTS, default 1000: requests sent to a copy of the app's routes on throwaway state before it listens (server/warm-up); 0 = none. */
   warmUpRequests: number;
   /** SHUTDOWN_TIMEOUT_MS: how long in-flight requests may take after SIGTERM, default 10000. */
   shutdownTimeoutMs: number;

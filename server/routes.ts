@@ -3,12 +3,10 @@
  * (app.ts) or a warm-up's throwaway copy (server/warm-up).
  */
 import { Router, type Request, type RequestHandler, type Response } from 'express';
-import type { Logger } from 'pino';
 import { backupBasePath, backupOperations } from '../generated/backup-handlers.ts';
 import { toolsBasePath, toolsOperations } from '../generated/tools-handlers.ts';
 import { requireBearer } from './auth/middleware.ts';
 import { backupHandlers } from './backup-api/index.ts';
-import type { Config } from './config.ts';
 import type { RequestContext, Services } from './context.ts';
 import { clientAddress, clientKey } from './http/client-address.ts';
 import { cors } from './http/cors.ts';
@@ -33,20 +31,20 @@ import { toolsHandlers } from './tools-api/index.ts';
 
 /** What the routes are built from. */
 export interface HttpParts {
-  config: Config;
+  /** Their settings and logger too (`config`, `logger`). */
   services: Services;
   /** Both bundled documents, merged. */
   merged: OpenApiDocument;
   validator: OperationValidator;
   limits: RateLimitStore;
-  logger: Logger;
   /** The HTTP metrics; null when none are kept. */
   metrics: Metrics | null;
   isShuttingDown(): boolean;
 }
 
 /** The routes of both APIs: probes, HTTPS policy, limits, validation, the operations' handlers, the error envelope. */
-export function apiRoutes({ config, services, merged, validator, limits, logger, metrics, isShuttingDown }: HttpParts): Router {
+export function apiRoutes({ services, merged, validator, limits, metrics, isShuttingDown }: HttpParts): Router {
+  const { config, logger } = services;
   const limited = (handler: RequestHandler): RequestHandler[] => (config.rateLimitsEnabled ? [handler] : []);
   // Failed authentications per client address: counted on POST /auth/token (which it blocks once
   // used up) and, through the error middleware, on every 401 of the other operations.
@@ -70,6 +68,7 @@ export function apiRoutes({ config, services, merged, validator, limits, logger,
     services,
   });
 
+  // For Express's own routing; the operations are matched exactly by the dispatcher (server/http/dispatch.ts).
   const router = Router({ caseSensitive: true, strict: true });
   const routed = [
     ...Object.entries(backupOperations).map(([operationId, op]) => ({ operationId, method: op.method, path: backupBasePath + op.path })),

@@ -46,7 +46,7 @@ export async function warmUp(requests: number, parts: HttpParts, build: (parts: 
   const dir = mkdtempSync(join(tmpdir(), 'backup-warm-up-'));
   // The log's lines take the path the service's take (pino, the batched writes), to /dev/null.
   const log = batchedDestination('/dev/null');
-  const logger = createLogger(parts.config.logLevel, log);
+  const logger = createLogger(parts.services.config.logLevel, log);
   const plan: WarmUpPlan = { requests };
   const worker = new Worker(new URL('./client.ts', import.meta.url), { workerData: plan, env: workerEnv() });
   const exited = once(worker, 'exit', { signal }).then(([code]) => {
@@ -72,7 +72,7 @@ export async function warmUp(requests: number, parts: HttpParts, build: (parts: 
       events,
       siteCheck: { ...parts.services.siteCheck, policy: onlyTargets([{ address: '127.0.0.1', port: sitePort }]) },
     };
-    server = await listen(build({ ...parts, services, limits: new MemoryRateLimitStore(), logger, metrics, isShuttingDown: () => false }), { port: 0, host: '127.0.0.1' });
+    server = await listen(build({ ...parts, services, limits: new MemoryRateLimitStore(), metrics, isShuttingDown: () => false }), { port: 0, host: '127.0.0.1' });
     worker.postMessage((server.address() as { port: number }).port);
     return await next<WarmUpReport>();
   } finally {
