@@ -9,8 +9,6 @@ import { startListeningServer } from '../testing/processes.ts';
 import { startHarness, type Harness } from '../testing/harness.ts';
 import { sampleSum, scrape } from '../testing/scrape.ts';
 
-const warmUpDirs = () => readdirSync(tmpdir()).filter((name) => name.startsWith('backup-warm-up-'));
-
 describe('the warm-up before the service listens', () => {
   let h: Harness;
   const lines: Array<{ msg: string }> = [];
@@ -29,9 +27,19 @@ describe('the warm-up before the service listens', () => {
     const metricsServer = (await h.service.listenMetrics(0, '127.0.0.1'))!;
     metricsUrl = `http://127.0.0.1:${(metricsServer.address() as AddressInfo).port}/metrics`;
     auditBefore = readFileSync(h.env.AUDIT_LOG!, 'utf8').length;
-    const dirsBefore = warmUpDirs();
-    report = await h.service.warmUp(200);
-    expect(warmUpDirs()).toEqual(dirsBefore);
+    // The warm-up's temporary directory goes into one of this test's own (each test file runs in a
+    // process of its own), where no other test's come and go: nothing may be left there.
+    const tmp = mkdtempSync(join(tmpdir(), 'warm-up-tmp-'));
+    const tmpBefore = process.env.TMPDIR;
+    process.env.TMPDIR = tmp;
+    try {
+      report = await h.service.warmUp(200);
+    } finally {
+      if (tmpBefore === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = tmpBefore;
+    }
+    expect(readdirSync(tmp)).toEqual([]);
+    rmSync(tmp, { recursive: true });
   }, 60_000);
   afterAll(async () => {
     await h?.cleanup();
