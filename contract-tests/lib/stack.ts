@@ -88,6 +88,9 @@ export async function startServer(name: string, extraEnv: Record<string, string>
       CHECK_SITE_ALLOW_PRIVATE: 'true',
       LOG_LEVEL: 'warn',
       NODE_ENV: 'test',
+      // No warm-up (server/warm-up), as in the tests' spawned servers: with several checks starting
+      // servers at once on two cores, its second or more of every start went past the 20 s wait.
+      WARM_UP_REQUESTS: '0',
       ...extraEnv,
   };
   const proc: Proc = start(process.execPath, ['server/main.ts'], { cwd: ROOT, logFile, env });
