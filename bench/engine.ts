@@ -6,7 +6,8 @@
  * timed from its request to `completed`, see service.ts; `--tools service@../other-checkout`
  * runs another checkout's server the same way.)
  * Within a round every step is taken by each tool back to back (order rotating); each figure is
- * reported as the median over the rounds with min and max. Wall time is measured here; peak RSS
+ * reported as the median over the rounds with min and max, and each tool's ratio to restic (and
+ * the service's to ours) also round by round. Wall time is measured here; peak RSS
  * and CPU time of every process come from GNU time.
  * Data sets: (a) ~20,000 source-like files (~250 MB), with (c) a second backup after 1% of its
  * files changed; (b) 1 GiB incompressible; (r) a real tree: a copy of this project's
@@ -179,13 +180,37 @@ async function main(): Promise<void> {
     });
     return `| ${label} | ${cells.join(' | ')} |`;
   });
+  // Each round's steps run back to back, so a ratio taken within the round is not moved by the
+  // machine's speed drifting between rounds (on a shared machine it does, by more than a goal's
+  // margin); the medians above may come from different rounds.
+  const pairs: Array<[string, string]> = [
+    ...(ref ? names.filter((n) => n !== ref).map((n): [string, string] => [n, ref]) : []),
+    ...(names.includes('service') && names.includes('ours') ? [['service', 'ours'] as [string, string]] : []),
+  ];
+  const perRound = (num: string, den: string, m: Metric) => samples.get(num)!.map((r, i) => r[m]! / samples.get(den)![i]![m]!);
+  const roundRows = rows.map(([m, label]) => {
+    const cells = pairs.map(([num, den]) => {
+      const xs = perRound(num, den, m);
+      return `${median(xs).toFixed(2)}× [${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}]`;
+    });
+    return `| ${label} | ${cells.join(' | ')} |`;
+  });
+  const roundTable = pairs.length === 0 || runs < 2 ? [] : [
+    [
+      `Round by round: each ratio taken within one round, median [min–max] of the ${runs} rounds`,
+      '',
+      `| metric | ${pairs.map(([num, den]) => `${num} ÷ ${den}`).join(' | ')} |`,
+      `|---|${pairs.map(() => '---').join('|')}|`,
+      ...roundRows,
+    ].join('\n'),
+  ];
   const machine = [
     `${cpus()[0]?.model ?? 'cpu'}, ${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Linux ${version('uname', ['-r'])}`,
     `node ${process.version}; ${have('restic') ? version('restic', ['version']) : ''}; ${have('borg') ? version('borg', ['--version']) : ''}`,
     `median of ${runs} run(s) [min–max], each step run by every tool back to back; in parentheses the ratio of the medians to restic's (lower is better)`,
   ];
   const table = [`| metric | ${names.join(' | ')} |`, `|---|${names.map(() => '---').join('|')}|`, ...lines].join('\n');
-  const report = `${machine.join('\n')}\n\n${table}\n`;
+  const report = `${[machine.join('\n'), table, ...roundTable].join('\n\n')}\n`;
   console.log(`\n${report}`);
   await writeFile(join(base, 'results.md'), report);
   await writeFile(join(base, 'results.json'), JSON.stringify({ machine, runs, samples: Object.fromEntries(samples) }, null, 2));
