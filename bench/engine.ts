@@ -7,8 +7,8 @@
  * runs another checkout's server the same way.)
  * Within a round every step is taken by each tool back to back (order rotating); each figure is
  * reported as the median over the rounds with min and max, and each tool's ratio to restic (and
- * the service's to ours) also round by round. Wall time is measured here; peak RSS
- * and CPU time of every process come from GNU time.
+ * the service's to ours) also round by round. Wall time is measured here; peak RSS and CPU time
+ * of every process come from GNU time.
  * Data sets: (a) ~20,000 source-like files (~250 MB), with (c) a second backup after 1% of its
  * files changed; (b) 1 GiB incompressible; (r) a real tree: a copy of this project's
  * node_modules (symlinks dropped) plus 256 MiB incompressible.
@@ -183,10 +183,8 @@ async function main(): Promise<void> {
   // Each round's steps run back to back, so a ratio taken within the round is not moved by the
   // machine's speed drifting between rounds (on a shared machine it does, by more than a goal's
   // margin); the medians above may come from different rounds.
-  const pairs: Array<[string, string]> = [
-    ...(ref ? names.filter((n) => n !== ref).map((n): [string, string] => [n, ref]) : []),
-    ...(names.includes('service') && names.includes('ours') ? [['service', 'ours'] as [string, string]] : []),
-  ];
+  const pairs: Array<[string, string]> = ref ? names.filter((n) => n !== ref).map((n) => [n, ref]) : [];
+  if (names.includes('service') && names.includes('ours')) pairs.push(['service', 'ours']);
   const perRound = (num: string, den: string, m: Metric) => samples.get(num)!.map((r, i) => r[m]! / samples.get(den)![i]![m]!);
   const roundRows = rows.map(([m, label]) => {
     const cells = pairs.map(([num, den]) => {
