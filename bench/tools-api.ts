@@ -17,7 +17,7 @@ import { createServer, get, type Server } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../server/testing/services/ports.ts';
-import { TOOLS_MIX, type ToolsRequestKind } from '../server/warm-up/mix.ts';
+import { checkedSite, TOOLS_MIX, toolsRequest, type ToolsRequestKind } from '../server/warm-up/mix.ts';
 import { cpuMicros, machine, median, percentile, writeSection } from './common.ts';
 import { NODE_FLAGS } from './tools.ts';
 
@@ -40,33 +40,17 @@ interface Sample {
   status: number; // 0: no answer
 }
 
-/** The site check-site checks: answers at once, 200 on / and 404 on /missing (a `down` site). */
+/** The site check-site checks (server/warm-up/mix.ts): answers at once, 200 on / and 404 for a `down` site. */
 function site(): Promise<{ server: Server; port: number }> {
-  const server = createServer((req, res) => {
-    res.writeHead(req.url === '/missing' ? 404 : 200, { 'content-type': 'text/plain' }).end('ok\n');
-  });
+  const server = createServer(checkedSite);
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as { port: number }).port })));
 }
 
 function request(origin: string, sitePort: number, kind: ToolsRequestKind, client: string, n: number): { url: string; init: RequestInit } {
+  const { method, path, body } = toolsRequest(kind, sitePort, { name: 'Bench', email: `bench-${client.replace(/\./g, '-')}-${n}@example.com` });
   const headers: Record<string, string> = { 'x-forwarded-for': client };
-  const post = (path: string, body: unknown) => ({
-    url: `${origin}${path}`,
-    init: { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) },
-  });
-  const email = `bench-${client.replace(/\./g, '-')}-${n}@example.com`;
-  switch (kind) {
-    case 'ip-info':
-      return { url: `${origin}/api/tools/ip-info`, init: { headers } };
-    case 'check-site':
-      return post('/api/tools/check-site', { url: `http://127.0.0.1:${sitePort}/` });
-    case 'check-site-down':
-      return post('/api/tools/check-site', { url: `http://127.0.0.1:${sitePort}/missing` });
-    case 'subscribe':
-      return post('/api/newsletter/subscribe', { email, source: 'bench' });
-    case 'contact':
-      return post('/api/contacts/support', { name: 'Bench', email, subject: 'Load', message: 'A message sent under load.' });
-  }
+  if (body === undefined) return { url: `${origin}${path}`, init: { method, headers } };
+  return { url: `${origin}${path}`, init: { method, headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) } };
 }
 
 async function round(origin: string, sitePort: number, r: number, pid: number): Promise<{ samples: Sample[]; seconds: number; cpuMs: number }> {

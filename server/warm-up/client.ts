@@ -5,7 +5,7 @@
 import { once } from 'node:events';
 import { Agent, createServer, request as httpRequest } from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
-import { TOOLS_MIX } from './mix.ts';
+import { checkedSite, TOOLS_MIX, toolsRequest } from './mix.ts';
 
 export interface WarmUpPlan {
   requests: number;
@@ -61,23 +61,13 @@ function send({ agent, address }: Client, port: number, method: string, path: st
 }
 
 function warmUpRequest(client: Client, port: number, sitePort: number, index: number, turn: number): Promise<number> {
-  const email = `warm-up-${index}-${turn}@example.com`;
-  switch (TOOLS_MIX[(index + turn) % TOOLS_MIX.length]!) {
-    case 'ip-info':
-      return send(client, port, 'GET', '/api/tools/ip-info');
-    case 'check-site':
-      return send(client, port, 'POST', '/api/tools/check-site', { url: `http://127.0.0.1:${sitePort}/` });
-    case 'check-site-down':
-      return send(client, port, 'POST', '/api/tools/check-site', { url: `http://127.0.0.1:${sitePort}/missing` });
-    case 'subscribe':
-      return send(client, port, 'POST', '/api/newsletter/subscribe', { email, source: 'warm-up' });
-    case 'contact':
-      return send(client, port, 'POST', '/api/contacts/support', { name: 'Warm-up', email, subject: 'Warm-up', message: 'A message sent before the service listens.' });
-  }
+  const kind = TOOLS_MIX[(index + turn) % TOOLS_MIX.length]!;
+  const { method, path, body } = toolsRequest(kind, sitePort, { name: 'Warm-up', email: `warm-up-${index}-${turn}@example.com` });
+  return send(client, port, method, path, body);
 }
 
 const { requests } = workerData as WarmUpPlan;
-const site = createServer((req, res) => res.writeHead(req.url === '/missing' ? 404 : 200).end());
+const site = createServer(checkedSite);
 await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
 const sitePort = (site.address() as { port: number }).port;
 parentPort!.postMessage(sitePort);
