@@ -9,10 +9,15 @@
 // Reported per operation and overall: count, errors, p50/p99/max latency, requests over 1 s.
 // Prints a Markdown table and writes it as the "## Tools API under load" section of
 // docs/performance.md.
+// The service and the load (the clients and the checked site, this process) run on cores of their
+// own (taskset): sharing every core, the load took the service's CPU in bursts and its answers'
+// tail measured the clients as much as the service (docs/performance.md, "Tools API: the first
+// round after a start").
 //   BENCH_CLIENTS (default 200), BENCH_REQUESTS (default 5000, in all, per round),
-//   BENCH_ROUNDS (default 3; each round's clients are new addresses), BENCH_DOC.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+//   BENCH_ROUNDS (default 3; each round's clients are new addresses), BENCH_DOC,
+//   BENCH_SHARED_CORES=1 (no pinning: the service and the load share every core).
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, get, type Server } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +32,20 @@ const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 200);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PERFORMANCE = process.env.BENCH_DOC ?? join(ROOT, 'docs', 'performance.md');
+/**
+ * The cores of the load (this process) and of the service, as taskset's lists: the first half of
+ * the cores this process may use (/proc/self/status) and the rest; null when they share every
+ * core (one core, or BENCH_SHARED_CORES=1).
+ */
+const CORES = ((): { load: string; service: string } | null => {
+  const allowed = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]!.split(',').flatMap((range) => {
+    const [from, to = from] = range.split('-').map(Number);
+    return Array.from({ length: to! - from! + 1 }, (_, i) => from! + i);
+  });
+  if (allowed.length < 2 || process.env.BENCH_SHARED_CORES === '1') return null;
+  const half = Math.floor(allowed.length / 2);
+  return { load: allowed.slice(0, half).join(','), service: allowed.slice(half).join(',') };
+})();
 /** Answers slower than this count against the goal (check-site's own timeouts excepted). */
 const SLOW_MS = 1000;
 
@@ -86,7 +105,11 @@ async function main(): Promise<void> {
   const target = await site();
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
-  const child: ChildProcess = spawn(process.execPath, [...NODE_FLAGS, join(ROOT, 'server', 'main.ts')], {
+  // Every thread of this process (taskset -a); the service's threads inherit its cores from the start.
+  if (CORES) execFileSync('taskset', ['-a', '-p', '-c', CORES.load, String(process.pid)], { stdio: 'ignore' });
+  const command = [process.execPath, ...NODE_FLAGS, join(ROOT, 'server', 'main.ts')];
+  const [file, ...args] = CORES ? ['taskset', '-c', CORES.service, ...command] : command;
+  const child: ChildProcess = spawn(file!, args, {
     env: {
       ...process.env,
       HOST: '127.0.0.1',
@@ -163,7 +186,8 @@ async function main(): Promise<void> {
       'reported for the latencies. The service runs as `npm start` runs it (request and response validation, the real per-address',
       'rate limits, metrics, info-level logs); check-site checks a site on the same machine (`CHECK_SITE_ALLOW_PRIVATE=true`) that',
       'answers at once, 200 or 404 (`check-site-down`: the site is reported `down`, still a 200 answer). The mix keeps every client',
-      'within its limits, so every answer is expected 2xx; any other is an error. Client and service share the machine.',
+      'within its limits, so every answer is expected 2xx; any other is an error. ' +
+        (CORES ? `The service runs on core(s) ${CORES.service}, the clients and the checked site on core(s) ${CORES.load} (taskset).` : 'The clients and the checked site share every core with the service.'),
       `Other work on the machine: 1-minute load average ${loadBefore.toFixed(1)} at the start, ${loadAfter.toFixed(1)} at the end.`,
       '',
       ...rows,
