@@ -163,12 +163,15 @@ export async function generateRealTree(root: string, nodeModules: string): Promi
   await writeFile(marker, '');
 }
 
-/** Changes 1% of the files of (a) (every 100th): one line in the middle replaced, one appended. Returns an undo. */
-export async function editOnePercent(root: string): Promise<{ files: number; undo: () => Promise<void> }> {
+/**
+ * Changes 1% of the files of (a) (every 100th, from the `nth` of each hundred: another 1% for
+ * each of nth 0–99): one line in the middle replaced, one appended. Returns an undo.
+ */
+export async function editOnePercent(root: string, nth = 0): Promise<{ files: number; undo: () => Promise<void> }> {
   const plan = smallFilePlan();
   const originals: [string, Buffer][] = [];
-  const rand = prng(99);
-  for (let i = 0; i < plan.length; i += 100) {
+  const rand = prng(99 + nth);
+  for (let i = nth; i < plan.length; i += 100) {
     const p = join(root, plan[i]!.path);
     const before = await readFile(p);
     originals.push([p, before]);

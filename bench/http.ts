@@ -31,7 +31,7 @@ import type { RateLimitStore } from '../server/ratelimit/store.ts';
 import { createCa, issueCertificate } from '../scripts/dev-cert/pki.ts';
 import { freePort } from '../server/testing/services/ports.ts';
 import { NODE_FLAGS, nodeFlags } from './tools.ts';
-import { autocannon, cpuMicros, machine, median, writeSection, type LoadResult as Result } from './common.ts';
+import { autocannon, coresLine, cpuMicros, machine, median, onServiceCores, pinLoad, writeSection, type LoadResult as Result } from './common.ts';
 
 
 const ROOT = join(import.meta.dirname, '..');
@@ -75,7 +75,8 @@ const AGAINST = process.env.BENCH_AGAINST;
 /** A server process, with the V8 flags of the checkout it is started from (`flags`). */
 function start(args: string[], env: Record<string, string>, profile?: string, flags = NODE_FLAGS): ChildProcess {
   const prof = PROFILE && profile ? ['--cpu-prof', `--cpu-prof-dir=${join(PROFILE, profile)}`] : [];
-  return spawn(process.execPath, [...flags, ...prof, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const [file, ...rest] = onServiceCores([process.execPath, ...flags, ...prof, ...args]);
+  return spawn(file!, rest, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 /** GET over TLS, trusting `ca` (fetch cannot be given a CA). */
@@ -132,6 +133,7 @@ async function json(url: string, init?: RequestInit): Promise<{ status: number; 
 
 async function main(): Promise<void> {
   const loadBefore = loadavg()[0]!;
+  pinLoad();
   rmSync(SCRATCH, { recursive: true, force: true });
   const root = join(SCRATCH, 'root');
   mkdirSync(join(root, 'docs'), { recursive: true });
@@ -339,8 +341,8 @@ async function main(): Promise<void> {
       'no single process\'s pace (how V8 optimised its code, how its young generation fills) decides a share; in each round metrics off,',
       'validation on and HTTPS run one after another, every other round in the opposite order, and the goal shares are the median of',
       'the per-round shares (each from two runs seconds apart on two fresh processes), with their range.',
-      'Client (autocannon, in the benchmark\'s process) and server share the machine\'s cores, so the client\'s CPU per request',
-      '(its TLS included) is given too. The app is built by `createApp()` as `npm start` builds it (request validation,',
+      `${coresLine("autocannon (in the benchmark's process)")} The client's CPU per request (its TLS included) is given too.`,
+      'The app is built by `createApp()` as `npm start` builds it (request validation,',
       'bearer auth, rate limiting with every limit raised a million-fold, request ids, info-level pino logs to a discarded',
       'stdout, envelope, Prometheus metrics on their own port); "validation on/off" is `VALIDATE_RESPONSES`; "metrics off" is',
       '`METRICS_PORT=0` with validation on (no HTTP instrumentation, no collection). The bare route is Express 5 returning the same JSON.',

@@ -10,20 +10,19 @@
 // Prints a Markdown table and writes it as the "## Tools API under load" section of
 // docs/performance.md.
 // The service and the load (the clients and the checked site, this process) run on cores of their
-// own (taskset): sharing every core, the load took the service's CPU in bursts and its answers'
-// tail measured the clients as much as the service (docs/performance.md, "Tools API: the first
-// round after a start").
+// own (common.ts, CORES): sharing every core, the first round's tail measured the clients as much
+// as the service (docs/performance.md, "Tools API: the first round after a start").
 //   BENCH_CLIENTS (default 200), BENCH_REQUESTS (default 5000, in all, per round),
 //   BENCH_ROUNDS (default 3; each round's clients are new addresses), BENCH_DOC,
 //   BENCH_SHARED_CORES=1 (no pinning: the service and the load share every core).
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, rmSync } from 'node:fs';
 import { createServer, get, type Server } from 'node:http';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../server/testing/services/ports.ts';
 import { checkedSite, TOOLS_MIX, toolsRequest, type ToolsRequestKind } from '../server/warm-up/mix.ts';
-import { cpuMicros, machine, median, percentile, writeSection } from './common.ts';
+import { coresLine, cpuMicros, machine, median, onServiceCores, percentile, pinLoad, writeSection } from './common.ts';
 import { NODE_FLAGS } from './tools.ts';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -32,20 +31,6 @@ const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 200);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 5000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PERFORMANCE = process.env.BENCH_DOC ?? join(ROOT, 'docs', 'performance.md');
-/**
- * The cores of the load (this process) and of the service, as taskset's lists: the first half of
- * the cores this process may use (/proc/self/status) and the rest; null when they share every
- * core (one core, or BENCH_SHARED_CORES=1).
- */
-const CORES = ((): { load: string; service: string } | null => {
-  const allowed = /^Cpus_allowed_list:\s*(\S+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))![1]!.split(',').flatMap((range) => {
-    const [from, to = from] = range.split('-').map(Number);
-    return Array.from({ length: to! - from! + 1 }, (_, i) => from! + i);
-  });
-  if (allowed.length < 2 || process.env.BENCH_SHARED_CORES === '1') return null;
-  const half = Math.floor(allowed.length / 2);
-  return { load: allowed.slice(0, half).join(','), service: allowed.slice(half).join(',') };
-})();
 /** Answers slower than this count against the goal (check-site's own timeouts excepted). */
 const SLOW_MS = 1000;
 
@@ -105,10 +90,8 @@ async function main(): Promise<void> {
   const target = await site();
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
-  // Every thread of this process (taskset -a); the service's threads inherit its cores from the start.
-  if (CORES) execFileSync('taskset', ['-a', '-p', '-c', CORES.load, String(process.pid)], { stdio: 'ignore' });
-  const command = [process.execPath, ...NODE_FLAGS, join(ROOT, 'server', 'main.ts')];
-  const [file, ...args] = CORES ? ['taskset', '-c', CORES.service, ...command] : command;
+  pinLoad();
+  const [file, ...args] = onServiceCores([process.execPath, ...NODE_FLAGS, join(ROOT, 'server', 'main.ts')]);
   const child: ChildProcess = spawn(file!, args, {
     env: {
       ...process.env,
@@ -186,8 +169,7 @@ async function main(): Promise<void> {
       'reported for the latencies. The service runs as `npm start` runs it (request and response validation, the real per-address',
       'rate limits, metrics, info-level logs); check-site checks a site on the same machine (`CHECK_SITE_ALLOW_PRIVATE=true`) that',
       'answers at once, 200 or 404 (`check-site-down`: the site is reported `down`, still a 200 answer). The mix keeps every client',
-      'within its limits, so every answer is expected 2xx; any other is an error. ' +
-        (CORES ? `The service runs on core(s) ${CORES.service}, the clients and the checked site on core(s) ${CORES.load} (taskset).` : 'The clients and the checked site share every core with the service.'),
+      `within its limits, so every answer is expected 2xx; any other is an error. ${coresLine('the clients and the checked site')}`,
       `Other work on the machine: 1-minute load average ${loadBefore.toFixed(1)} at the start, ${loadAfter.toFixed(1)} at the end.`,
       '',
       ...rows,
