@@ -10,8 +10,8 @@
  * the service's to ours) also round by round. Wall time is measured here; peak RSS and CPU time
  * of every process come from GNU time.
  * Data sets: (a) ~20,000 source-like files (~250 MB), with (c) a further backup after 1% of its
- * files changed (three a round, see INCREMENTALS); (b) 1 GiB incompressible; (r) a real tree: a copy of this project's
- * node_modules (symlinks dropped) plus 256 MiB incompressible.
+ * files changed (three a round, see INCREMENTALS); (b) 1 GiB incompressible; (r) a real tree: a
+ * copy of this project's node_modules (symlinks dropped) plus 256 MiB incompressible.
  */
 import { cpus, totalmem } from 'node:os';
 import { mkdir, rm, writeFile } from 'node:fs/promises';

@@ -16,7 +16,9 @@
 //   BENCH_DOC (default docs/performance.md), BENCH_ROUTES (only the routes whose name contains it,
 //   e.g. `backup`; all by default), BENCH_AGAINST (another checkout, say main: its servers, run with its own `npm start` flags, of the
 //   configurations "validation on", "metrics off" and "HTTPS" join every round, side by side),
-//   BENCH_PROFILE (a directory: each measured server writes a CPU profile there, `--cpu-prof`).
+//   BENCH_PROFILE (a directory: each measured server writes a CPU profile there, `--cpu-prof`),
+//   BENCH_SHARED_CORES=1 (autocannon and the servers share every core; by default each has cores
+//   of its own, see common.ts, CORES).
 //
 // The app runs in a child process (`node bench/http.ts --serve`), built by createApp() from the
 // same environment as `npm start`, with every rate limit raised a million-fold rather than
